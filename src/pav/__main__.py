@@ -1,0 +1,5 @@
+import sys
+
+from pav.cli import main
+
+sys.exit(main())

@@ -1,0 +1,139 @@
+"""Run a playbook through ansible-runner; its events become progress and per-host status."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+
+from pav import interrupts, paths
+from pav.errors import PavError
+from pav.progress import Progress
+from pav.tools import require_tool
+
+
+@dataclass
+class PlaybookOutcome:
+    rc: int
+    status: str
+    stats: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> ok/changed/failures/...
+    unreachable: dict[str, str] = field(default_factory=dict)  # host -> message
+    failures: dict[str, list[str]] = field(default_factory=dict)  # host -> "task: message"
+    changes: dict[str, list[str]] = field(default_factory=dict)  # host -> "role : task" that changed (or would)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> pav_* facts the roles set
+
+    @property
+    def failed_hosts(self) -> set[str]:
+        return set(self.failures) | set(self.unreachable)
+
+
+def run_playbook(
+    stage: str,
+    playbook: str,
+    inventory: Path,
+    hosts: list[str],
+    private_dir: Path,
+    extravars: dict[str, Any],
+    verbose: bool = False,
+) -> PlaybookOutcome:
+    require_tool("ansible-playbook", "install the project (pip install -e .) to get ansible-core")
+    outcome = PlaybookOutcome(rc=-1, status="unknown")
+    private_dir.mkdir(parents=True, exist_ok=True)
+
+    def on_event(event: dict[str, Any]) -> bool:
+        progress.on_event(event)
+        _record(event, outcome)
+        return True
+
+    with Progress(stage, hosts, verbose=verbose) as progress:
+        runner = ansible_runner.run(
+            private_data_dir=str(private_dir),
+            playbook=str(paths.PLAYBOOKS / playbook),
+            inventory=str(inventory.resolve()),
+            extravars=extravars,
+            envvars=_envvars(),
+            event_handler=on_event,
+            # Polled by runner: a signal cancels the playbook, then the pipeline tears down.
+            cancel_callback=interrupts.CANCEL.is_set,
+            suppress_env_files=True,
+            quiet=True,
+            json_mode=False,
+        )
+        outcome.rc = runner.rc
+        outcome.status = runner.status
+        outcome.stats = _per_host(runner.stats or {})
+        for host in hosts:
+            progress.done(host, _host_state(host, outcome))
+    if runner.status == "canceled":
+        interrupts.raise_if_requested()
+        raise PavError(f"{stage}: cancelled")
+    if runner.rc != 0 and not outcome.failed_hosts and runner.status != "successful":
+        tail = _stdout_tail(runner)
+        raise PavError(f"{stage}: ansible-playbook {playbook} failed (rc={runner.rc}): {tail}")
+    return outcome
+
+
+def _envvars() -> dict[str, str]:
+    bindir = str(Path(sys.executable).parent)
+    return {
+        "ANSIBLE_CONFIG": str(paths.ANSIBLE_CFG),
+        "ANSIBLE_ROLES_PATH": str(paths.ROLES),
+        "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+    }
+
+
+def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
+    data = event.get("event_data", {})
+    host = data.get("host")
+    res = data.get("res") or {}
+    name = event.get("event")
+    if not host:
+        return
+    if name == "runner_on_unreachable":
+        outcome.unreachable[host] = _message(res)
+    elif name == "runner_on_failed" and not data.get("ignore_errors"):
+        outcome.failures.setdefault(host, []).append(f"{data.get('task', '?')}: {_message(res)}")
+    if name == "runner_on_ok":
+        for key, value in (res.get("ansible_facts") or {}).items():
+            if key.startswith("pav_"):
+                outcome.facts.setdefault(host, {})[key] = value
+    if name == "runner_on_ok" and res.get("changed"):
+        task = data.get("task", "?")
+        outcome.changes.setdefault(host, []).append(f"{data['role']} : {task}" if data.get("role") else task)
+
+
+def _message(res: dict[str, Any]) -> str:
+    msg = res.get("msg") or res.get("stderr") or res.get("module_stderr") or "failed"
+    return " ".join(str(msg).split())[:400]
+
+
+def _per_host(stats: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    hosts: dict[str, dict[str, int]] = {}
+    for key, per_host in stats.items():
+        if not isinstance(per_host, dict):
+            continue
+        for host, count in per_host.items():
+            hosts.setdefault(host, {})[key] = count
+    return hosts
+
+
+def _host_state(host: str, outcome: PlaybookOutcome) -> str:
+    if host in outcome.unreachable:
+        return "unreachable"
+    if host in outcome.failures:
+        return "failed"
+    return "done" if host in outcome.stats else "not run"
+
+
+def _stdout_tail(runner: Any) -> str:
+    try:
+        text = runner.stdout.read()
+    except Exception:
+        return "see the stage's ansible log in the run dir"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "ERROR" in ln]
+    return " ".join((errors or lines or ["no output"])[-1].split())[:400]

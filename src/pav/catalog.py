@@ -1,0 +1,70 @@
+"""The validation tests the driver knows: what each runs, where, and what it needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pav.errors import PavError
+
+Scope = Literal["host", "cluster"]
+Launcher = Literal["torchrun", "nccl_tests"]
+
+# nccl-tests sizes from the field's habits: 512M to 8G by factor 2.
+BIG_SIZES = "512M,1G,2G,4G,8G"
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    name: str
+    description: str
+    launcher: Launcher
+    scope: Scope
+    needs_gpu: bool
+    args: tuple[str, ...] = field(default_factory=tuple)
+
+
+CATALOG: dict[str, TestSpec] = {
+    spec.name: spec
+    for spec in (
+        TestSpec(
+            "torch_gloo_allreduce",
+            "torch gloo all_reduce, result checked, on each host (CPU processes)",
+            "torchrun",
+            "host",
+            False,
+            ("collectives", "--backend", "gloo", "--ops", "all_reduce", "--sizes", "1K,64K,1M"),
+        ),
+        TestSpec(
+            "ddp_cpu_train",
+            "a few DDP steps of a small model on CPU; loss must fall, replicas stay equal",
+            "torchrun",
+            "host",
+            False,
+            ("train", "--model", "mlp", "--mode", "ddp", "--steps", "20"),
+        ),
+        TestSpec(
+            "torch_nccl_allreduce",
+            "torch NCCL all_reduce over all GPUs of each host, 512M-8G, result checked",
+            "torchrun",
+            "host",
+            True,
+            ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
+        ),
+        TestSpec(
+            "nccl_tests_all_reduce",
+            "nccl-tests all_reduce_perf over all GPUs of each host, 512M-8G",
+            "nccl_tests",
+            "host",
+            True,
+            ("all_reduce_perf", "-b", "512M", "-e", "8G", "-f", "2"),
+        ),
+    )
+}
+
+
+def select(names: list[str]) -> list[TestSpec]:
+    unknown = [n for n in names if n not in CATALOG]
+    if unknown:
+        raise PavError(f"unknown test(s) {', '.join(unknown)} in pav_tests; known: {', '.join(CATALOG)}")
+    return [CATALOG[n] for n in names]

@@ -1,0 +1,109 @@
+"""provision-and-validate: the one command. Errors are caught here, once, as one line and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pav import interrupts, plan, rundir
+from pav.context import STAGES, Options, RunContext
+from pav.envs import EnvSpec, custom_env, resolve_env
+from pav.errors import PavError
+from pav.results import RunResults
+from pav.settings import load_settings
+
+EXIT_HELP = (
+    "exit codes: 0 PASS, 1 FAIL, 2 could not run (bad input, unreachable host, missing tool), "
+    "130/143 interrupted (SIGINT/SIGTERM; teardown still ran)"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="provision-and-validate",
+        description="Provision GPU hosts, configure them, validate every GPU and link, report, tear down.",
+        epilog=EXIT_HELP,
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--env", default=None, help="an inventories/NAME/ env (default: local)")
+    where.add_argument("--inventory", type=Path, help="your own Ansible inventory file (bare metal)")
+    p.add_argument("--stages", default=",".join(STAGES), help=f"comma list, a subset of {','.join(STAGES)}")
+    p.add_argument("--run-dir", type=Path, help="where results go (default runs/<utc-timestamp>-<env>/)")
+    p.add_argument("--keep", action="store_true", help="skip teardown: leave hosts and work dirs up")
+    p.add_argument("--dry-run", action="store_true", help="print the plan of stages, hosts and tests; change nothing")
+    p.add_argument("--hosts", type=int, help="how many hosts an env that provisions creates")
+    tuning = p.add_mutually_exclusive_group()
+    tuning.add_argument("--apply-tuning", dest="apply_tuning", action="store_true", default=None,
+                        help="let the tuning roles change the hosts (overrides the env's pav_apply_tuning)")
+    tuning.add_argument("--check-tuning", dest="apply_tuning", action="store_false",
+                        help="run the tuning roles in check mode with diff: report, change nothing")
+    p.add_argument("-v", "--verbose", action="store_true", help="a progress line for every task result")
+    return p
+
+
+def parse_stages(text: str) -> tuple[str, ...]:
+    chosen = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = [s for s in chosen if s not in STAGES]
+    if unknown or not chosen:
+        raise PavError(f"unknown stage(s) {', '.join(unknown) or '(none)'}; choose from {','.join(STAGES)}")
+    return chosen
+
+
+def make_context(args: argparse.Namespace) -> RunContext:
+    env: EnvSpec = custom_env(args.inventory) if args.inventory else resolve_env(args.env or "local")
+    if args.hosts is not None and args.hosts < 1:
+        raise PavError("--hosts must be at least 1")
+    options = Options(
+        stages=parse_stages(args.stages),
+        keep=args.keep,
+        dry_run=args.dry_run,
+        verbose=args.verbose,
+        hosts=args.hosts,
+        apply_tuning=args.apply_tuning,
+    )
+    settings = load_settings(env.inventory_dir)
+    run_id = rundir.new_run_id(env.name)
+    run_dir = args.run_dir or rundir.default_run_dir(run_id)
+    results = RunResults(
+        run_id=run_id,
+        env=env.name,
+        inventory=str(env.hosts_file or env.terraform_dir),
+        run_dir=str(run_dir),
+        threshold_profile=settings.threshold_profile,
+    )
+    return RunContext(env=env, options=options, settings=settings, run_dir=run_dir, results=results)
+
+
+def run(argv: list[str]) -> int:
+    from pav import pipeline
+
+    args = build_parser().parse_args(argv)
+    ctx = make_context(args)
+    if ctx.options.dry_run:
+        if ctx.env.hosts_file is not None:
+            from pav.inventory import resolve_hosts
+
+            ctx.hosts = resolve_hosts(ctx.env.hosts_file)
+        print(plan.render(ctx), end="")
+        return 0
+    rundir.prepare(ctx.run_dir)
+    print(f"run dir: {ctx.run_dir}", flush=True)
+    code = pipeline.execute(ctx)
+    print((ctx.run_dir / "summary.txt").read_text(), end="")
+    if ctx.results.error:
+        print(f"error: {ctx.results.error}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    interrupts.install()
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except PavError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

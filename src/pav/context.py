@@ -1,0 +1,61 @@
+"""What the stages share: the options, the env, the run dir, the hosts and the results being built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pav import paths
+from pav.envs import EnvSpec
+from pav.inventory import Host
+from pav.launches import Launch
+from pav.results import RunResults
+from pav.settings import Settings
+
+STAGES = ("provision", "configure", "validate", "collect", "report", "teardown")
+
+
+@dataclass
+class Options:
+    stages: tuple[str, ...] = STAGES
+    keep: bool = False
+    dry_run: bool = False
+    verbose: bool = False
+    hosts: int | None = None  # --hosts N for envs that provision
+    apply_tuning: bool | None = None  # None: the env's pav_apply_tuning
+
+
+@dataclass
+class RunContext:
+    env: EnvSpec
+    options: Options
+    settings: Settings
+    run_dir: Path
+    results: RunResults
+    inventory_file: Path | None = None
+    hosts: list[Host] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+    provisioned: dict[str, Any] = field(default_factory=dict)  # what teardown must destroy
+
+    @property
+    def host_names(self) -> list[str]:
+        return [h.name for h in self.hosts]
+
+    @property
+    def apply_tuning(self) -> bool:
+        chosen = self.options.apply_tuning
+        return self.settings.apply_tuning if chosen is None else chosen
+
+    def extravars(self) -> dict[str, Any]:
+        """Variables every playbook gets. Never secrets: runner and Ansible may log them."""
+        return {
+            "pav_run_id": self.results.run_id,
+            "pav_run_dir": str(self.run_dir.resolve()),
+            "pav_remote_dir": self.settings.remote_dir,
+            "pav_payload_src": str(paths.PAYLOAD),
+            "pav_apply_tuning": self.apply_tuning,
+        }
+
+    def wants(self, stage: str) -> bool:
+        return stage in self.options.stages

@@ -1,0 +1,127 @@
+"""Judge collected results: launcher exit code, every rank's JSON, then the profile's gates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pav.launches import Launch
+from pav.results import TestResult
+from pav.thresholds import Gate
+
+TIMEOUT_RCS = {124, 137}
+
+
+def evaluate_launch(launch: Launch, run_dir: Path, gates: list[Gate]) -> list[TestResult]:
+    return [evaluate_host(launch, host, run_dir, gates) for host in launch.hosts]
+
+
+def evaluate_host(launch: Launch, host: str, run_dir: Path, gates: list[Gate]) -> TestResult:
+    test_dir = run_dir / "hosts" / host / "results" / launch.test
+    result = TestResult(launch.test, [host], "error", threshold={"gates": [g.describe() for g in gates]})
+    result.artifacts = sorted(str(p.relative_to(run_dir)) for p in test_dir.glob("*")) if test_dir.is_dir() else []
+    rc = _read_rc(test_dir / "launcher.rc")
+    if rc is None:
+        result.reason = "no result came back from the host (it did not run, or collect failed)"
+        return result
+    if rc in TIMEOUT_RCS:
+        result.status, result.reason = "fail", f"timeout after {launch.timeout_s}s; killed on the host"
+        return result
+    ranks = _read_ranks(test_dir)
+    expected = launch.ranks_by_host.get(host, 0)
+    if launch.launcher == "torchrun":
+        return _judge_ranks(result, rc, ranks, expected, gates, test_dir)
+    result.reason = f"launcher {launch.launcher} results are not judged yet (rc={rc})"
+    return result
+
+
+def _judge_ranks(
+    result: TestResult, rc: int, ranks: list[dict[str, Any]], expected: int, gates: list[Gate], test_dir: Path
+) -> TestResult:
+    bad = [r for r in ranks if r.get("status") != "pass"]
+    if bad:
+        worst = next((r for r in bad if r.get("status") == "error"), bad[0])
+        result.status = "error" if worst.get("status") == "error" else "fail"
+        result.reason = f"rank {worst.get('rank')}: {worst.get('reason') or worst.get('status')}"
+        result.metrics = summarize(ranks)
+        return result
+    if len(ranks) < expected:
+        result.reason = f"{len(ranks)} of {expected} ranks wrote a result (launcher rc={rc}); see {_log(test_dir)}"
+        return result
+    if rc != 0:
+        result.reason = f"launcher exited {rc} although every rank passed; see {_log(test_dir)}"
+        return result
+    result.metrics = summarize(ranks)
+    failures = [reason for gate in gates if (reason := gate.check(result.metrics))]
+    if not gates:
+        failures = ["no threshold is set for this test in the profile"]
+    result.status = "fail" if failures else "pass"
+    result.reason = "; ".join(failures)
+    return result
+
+
+def summarize(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per test kind, the few numbers gates and reports use; the per-rank files keep the rest."""
+    if not ranks:
+        return {}
+    first = min(ranks, key=lambda r: r.get("rank", 0))
+    out: dict[str, Any] = {"world_size": first.get("world_size"), "ranks_reported": len(ranks)}
+    if first.get("kind") == "collectives":
+        out.update(_collective_summary(ranks))
+    elif first.get("kind") == "train":
+        out.update(_train_summary(ranks))
+    return out
+
+
+def _collective_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    busbw: dict[str, dict[str, float]] = {}
+    wrong = 0
+    for rank in ranks:
+        for row in rank.get("metrics", {}).get("results", []):
+            wrong += int(row.get("wrong") or 0)
+            if row.get("busbw_gbps") is None:
+                continue
+            per_op = busbw.setdefault(row["op"], {})
+            key = str(row["size_bytes"])
+            # The slowest rank bounds what a job sees.
+            per_op[key] = min(per_op.get(key, float("inf")), float(row["busbw_gbps"]))
+    return {"wrong_total": wrong, "busbw_gbps": busbw}
+
+
+def _train_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    metrics = [r.get("metrics", {}) for r in ranks]
+    first = metrics[0]
+    loss_first, loss_last = first.get("loss_first"), first.get("loss_last")
+    out: dict[str, Any] = {k: first.get(k) for k in ("model", "mode", "loss_first", "loss_last", "peak_memory_bytes")}
+    out["step_time_s_median"] = (first.get("step_time_s") or {}).get("median")
+    if loss_first and loss_last is not None:
+        out["loss_ratio"] = loss_last / loss_first
+    out["replicas_equal"] = int(all(m.get("param_checksum_spread") == 0 for m in metrics))
+    for key in ("samples_per_s", "tokens_per_s"):
+        values = [m[key] for m in metrics if m.get(key) is not None]
+        if values:
+            out[f"{key}_per_rank_min"] = min(values)
+            out[f"{key}_total"] = sum(values)
+    return out
+
+
+def _read_rc(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_ranks(test_dir: Path) -> list[dict[str, Any]]:
+    ranks = []
+    for path in sorted(test_dir.glob("*.rank*.json")):
+        try:
+            ranks.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError):
+            ranks.append({"rank": path.name, "status": "error", "reason": f"{path.name} is not valid JSON"})
+    return ranks
+
+
+def _log(test_dir: Path) -> str:
+    return str(Path("hosts") / test_dir.relative_to(test_dir.parents[2]) / "launcher.log")

@@ -1,0 +1,31 @@
+"""SIGINT/SIGTERM become a request to stop: the running playbook is cancelled, then teardown runs."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from pav.errors import Interrupted
+
+_requested: list[int] = []
+CANCEL = threading.Event()
+
+
+def install() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _handler)
+
+
+def _handler(signum: int, _frame: object) -> None:
+    if not _requested:
+        _requested.append(signum)
+    CANCEL.set()
+
+
+def raise_if_requested() -> None:
+    if _requested:
+        raise Interrupted(_requested[0])
+
+
+def requested() -> bool:
+    return bool(_requested)

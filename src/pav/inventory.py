@@ -1,0 +1,115 @@
+"""The inventory a run uses: staged into the run dir, resolved by Ansible's own parser."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pav import paths
+from pav.errors import PavError
+from pav.tools import require_tool
+from pav.yamlfile import load_mapping, load_yaml
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    address: str
+    vars: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def local(self) -> bool:
+        return self.vars.get("ansible_connection") == "local"
+
+
+def check_var_files(inventory_dir: Path) -> None:
+    """Parse group_vars/host_vars ourselves first: Ansible's own error names neither line nor fix."""
+    for sub in ("group_vars", "host_vars"):
+        base = inventory_dir / sub
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.suffix in (".yml", ".yaml") or (path.is_file() and path.parent == base and not path.suffix):
+                load_mapping(path)
+
+
+def stage_inventory(hosts_file: Path, inventory_dir: Path, dest: Path) -> Path:
+    """Copy what the run uses into the run dir: the record of exactly what ran, and one place to add to."""
+    check_var_files(inventory_dir)
+    if hosts_file.suffix in (".yml", ".yaml"):
+        load_yaml(hosts_file)
+    dest.mkdir(parents=True, exist_ok=True)
+    for sub in ("group_vars", "host_vars"):
+        if (inventory_dir / sub).is_dir():
+            shutil.copytree(inventory_dir / sub, dest / sub, dirs_exist_ok=True)
+    staged = dest / hosts_file.name
+    shutil.copyfile(hosts_file, staged)
+    return staged
+
+
+def write_generated(hosts: dict[str, dict[str, Any]], inventory_dir: Path, dest: Path) -> Path:
+    """An inventory from provisioned hosts, with the env's group_vars beside it."""
+    check_var_files(inventory_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    for sub in ("group_vars", "host_vars"):
+        if (inventory_dir / sub).is_dir():
+            shutil.copytree(inventory_dir / sub, dest / sub, dirs_exist_ok=True)
+    path = dest / "hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}, sort_keys=False))
+    return path
+
+
+def resolve_hosts(inventory_file: Path) -> list[Host]:
+    """Ask ansible-inventory, so INI, YAML and every Ansible inventory feature resolve as Ansible sees them."""
+    exe = require_tool("ansible-inventory", "install the project (pip install -e .) to get ansible-core")
+    env = ansible_env()
+    env["ANSIBLE_INVENTORY_UNPARSED_FAILED"] = "true"
+    env["ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED"] = "true"
+    proc = subprocess.run(
+        [exe, "-i", str(inventory_file), "--list"], capture_output=True, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise PavError(f"inventory {inventory_file} is not valid: {_first_error(proc.stderr)}; fix the file")
+    data = json.loads(proc.stdout)
+    hostvars: dict[str, dict[str, Any]] = data.get("_meta", {}).get("hostvars", {})
+    names = _all_hosts(data)
+    if not names:
+        raise PavError(f"inventory {inventory_file} has no hosts; add at least one host under all.hosts")
+    return [Host(n, str(hostvars.get(n, {}).get("ansible_host", n)), hostvars.get(n, {})) for n in names]
+
+
+def ansible_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["ANSIBLE_CONFIG"] = str(paths.ANSIBLE_CFG)
+    env["ANSIBLE_ROLES_PATH"] = str(paths.ROLES)
+    return env
+
+
+def _all_hosts(data: dict[str, Any]) -> list[str]:
+    seen: list[str] = []
+
+    def walk(group: str) -> None:
+        node = data.get(group, {})
+        for host in node.get("hosts", []):
+            if host not in seen:
+                seen.append(host)
+        for child in node.get("children", []):
+            walk(child)
+
+    walk("all")
+    return seen
+
+
+def _first_error(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for line in lines:
+        if "ERROR" in line or "Error" in line:
+            return line.replace("[ERROR]:", "").replace("ERROR!", "").strip()
+    return lines[-1] if lines else "ansible-inventory failed"

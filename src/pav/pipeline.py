@@ -1,0 +1,69 @@
+"""The run: stages in order; whatever happens, collect what exists, write the report, tear down."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pav import interrupts
+from pav.context import RunContext
+from pav.errors import PavError
+from pav.results import utc_now
+from pav.stages import collect, configure, provision, report, teardown, validate
+
+StageFn = Callable[[RunContext], str]
+
+
+def execute(ctx: RunContext) -> int:
+    error: PavError | None = None
+    try:
+        _stage(ctx, "provision", provision.run)
+        provision.resolve(ctx)
+        _stage(ctx, "configure", configure.run)
+        if ctx.wants("validate") and not ctx.wants("configure"):
+            configure.load_facts(ctx)
+        _stage(ctx, "validate", validate.run)
+    except PavError as exc:
+        error = exc
+        ctx.results.error = str(exc)
+    finally:
+        error = _wrap_up(ctx, error)
+        report.write(ctx)  # once more, so the files show teardown's outcome too
+    if error is not None:
+        return error.exit_code
+    return 0 if ctx.results.verdict == "PASS" else 1
+
+
+def _wrap_up(ctx: RunContext, error: PavError | None) -> PavError | None:
+    """Collect and report keep partial results; teardown runs after any failure or interrupt."""
+    interrupted = interrupts.requested()
+    interrupts.CANCEL.clear()  # let the wrap-up playbooks run
+    steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", teardown.run)]
+    if ctx.launches and not interrupted:
+        steps.insert(0, ("collect", collect.run))
+    for name, fn in steps:
+        try:
+            _stage(ctx, name, fn)
+        except PavError as exc:
+            error = error or exc
+            ctx.results.error = ctx.results.error or str(exc)
+    return error
+
+
+def _stage(ctx: RunContext, name: str, fn: StageFn) -> None:
+    # The report always runs: every run, however it ends, leaves results.json and summary.txt.
+    if not ctx.wants(name) and name != "report":
+        return
+    if name in ("provision", "configure", "validate"):
+        interrupts.raise_if_requested()
+    record = ctx.results.stage(name)
+    record.started, record.status = utc_now(), "failed"
+    try:
+        record.detail = fn(ctx)
+        record.status = "ok"
+    except PavError as exc:
+        record.detail = str(exc)
+        record.status = "interrupted" if exc.exit_code in (130, 143) else "failed"
+        raise
+    finally:
+        record.ended = utc_now()
+        report.write_partial(ctx)

@@ -1,0 +1,94 @@
+"""A live line per stage and host, driven by ansible-runner events: rich on a TTY, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+RESULT_EVENTS = {
+    "runner_on_ok": "ok",
+    "runner_on_failed": "failed",
+    "runner_on_unreachable": "unreachable",
+    "runner_on_skipped": "skipped",
+}
+
+
+@dataclass
+class HostLine:
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    state: str = "waiting"
+    task: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def render(self) -> str:
+        return f"{self.state:<11} ok={self.ok} changed={self.changed} failed={self.failed}  {self.task}"
+
+
+class Progress:
+    def __init__(self, stage: str, hosts: list[str], verbose: bool = False, out: TextIO | None = None) -> None:
+        self.stage = stage
+        self.verbose = verbose
+        self.out = out or sys.stdout
+        self.lines = {h: HostLine() for h in hosts}
+        self.tty = self.out.isatty()
+        self._live: Live | None = None
+
+    def __enter__(self) -> Progress:
+        if self.tty:
+            self._live = Live(self._table(), console=Console(file=self.out), refresh_per_second=8, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live:
+            self._live.update(self._table())
+            self._live.__exit__(None, None, None)
+        else:
+            for host, line in self.lines.items():
+                self._print(f"[{self.stage}] {host}: {line.render()}")
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        kind = RESULT_EVENTS.get(event.get("event", ""))
+        data = event.get("event_data", {})
+        host = data.get("host") or data.get("remote_addr")
+        if not kind or host is None:
+            return
+        line = self.lines.setdefault(host, HostLine())
+        res = data.get("res") or {}
+        line.task = data.get("task", "")
+        if kind == "ok":
+            line.ok += 1
+            line.changed += bool(res.get("changed"))
+        elif kind in ("failed", "unreachable"):
+            if data.get("ignore_errors"):
+                line.ok += 1
+            else:
+                line.failed += 1
+                line.state = kind
+        if line.state == "waiting":
+            line.state = "running"
+        if self._live:
+            self._live.update(self._table())
+        elif self.verbose or (kind in ("failed", "unreachable") and not data.get("ignore_errors")):
+            self._print(f"[{self.stage}] {host}: {kind:<11} {line.task}")
+
+    def done(self, host: str, state: str) -> None:
+        self.lines.setdefault(host, HostLine()).state = state
+
+    def _table(self) -> Table:
+        table = Table(title=f"stage: {self.stage}", title_justify="left", show_edge=False)
+        for col in ("host", "state", "ok", "changed", "failed", "task"):
+            table.add_column(col)
+        for host, line in self.lines.items():
+            table.add_row(host, line.state, str(line.ok), str(line.changed), str(line.failed), line.task[:60])
+        return table
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.out, flush=True)

@@ -1,0 +1,1 @@
+"""Renderings of results.json for people (summary.txt) and CI (junit.xml)."""

@@ -1,0 +1,52 @@
+"""summary.txt: the table printed at the end of a run."""
+
+from __future__ import annotations
+
+from pav.results import RunResults, count_statuses
+
+
+def render(results: RunResults) -> str:
+    lines = [
+        f"run {results.run_id}  env {results.env}  profile {results.threshold_profile}",
+        "",
+        _table(["stage", "status", "detail"], [[s.name, s.status, s.detail] for s in results.stages]),
+        "",
+        _table(
+            ["host", "status", "gpus", "tuning"],
+            [
+                [h.name, h.status, str(h.facts.get("gpu", {}).get("count", "?")), _changes(h.changes, h.tuning_applied)]
+                for h in results.hosts.values()
+            ],
+        ),
+        "",
+        _table(
+            ["test", "hosts", "status", "reason"],
+            [[t.name, ",".join(t.hosts), t.status, t.reason] for t in results.tests],
+        ),
+        "",
+    ]
+    counts = count_statuses(results.tests)
+    lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in counts.items()))
+    if results.error:
+        lines.append(f"error: {results.error}")
+    lines.append(f"VERDICT: {results.verdict}")
+    return "\n".join(lines) + "\n"
+
+
+TUNING_ROLES = ("host_tuning", "nccl_env")
+
+
+def _changes(changes: list[str], applied: bool) -> str:
+    tuning = [c for c in changes if c.split(" : ")[0] in TUNING_ROLES]
+    if not tuning:
+        return "no changes needed"
+    return f"{len(tuning)} change(s) {'applied' if applied else 'would apply (check mode)'}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return "  ".join(header) + "\n(none)"
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    widths[-1] = 0  # the last column runs free
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join(fmt.format(*map(str, r)).rstrip() for r in [header, *rows])

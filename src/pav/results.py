@@ -1,0 +1,102 @@
+"""results.json: the versioned record of a run. docs/results.md documents every field."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+SCHEMA_VERSION = "1.0"
+
+TestStatus = Literal["pass", "fail", "skipped", "error"]
+StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
+Verdict = Literal["PASS", "FAIL", "ERROR"]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass
+class StageRecord:
+    name: str
+    status: StageStatus = "skipped"
+    started: str | None = None
+    ended: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class HostRecord:
+    name: str
+    address: str = ""
+    status: str = "unknown"  # ok | failed | unreachable | unknown
+    facts: dict[str, Any] = field(default_factory=dict)
+    ansible: dict[str, dict[str, int]] = field(default_factory=dict)  # stage -> ok/changed/failed counts
+    changes: list[str] = field(default_factory=list)  # configure tasks that changed the host, or would have
+    tuning_applied: bool = False  # False: tuning ran in check mode and `changes` lists what it would change
+
+
+@dataclass
+class TestResult:
+    name: str
+    hosts: list[str]
+    status: TestStatus
+    reason: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    threshold: dict[str, Any] = field(default_factory=dict)
+    artifacts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResults:
+    run_id: str
+    env: str
+    inventory: str
+    run_dir: str
+    threshold_profile: str = ""
+    started: str = field(default_factory=utc_now)
+    ended: str | None = None
+    stages: list[StageRecord] = field(default_factory=list)
+    hosts: dict[str, HostRecord] = field(default_factory=dict)
+    tests: list[TestResult] = field(default_factory=list)
+    verdict: Verdict = "ERROR"
+    error: str = ""
+    schema_version: str = SCHEMA_VERSION
+
+    def stage(self, name: str) -> StageRecord:
+        for record in self.stages:
+            if record.name == name:
+                return record
+        record = StageRecord(name)
+        self.stages.append(record)
+        return record
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["summary"] = count_statuses(self.tests)
+        return data
+
+    def write(self, path: Path) -> None:
+        """Write atomically so an interrupted run never leaves half a file."""
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
+        os.replace(tmp, path)
+
+
+def count_statuses(tests: list[TestResult]) -> dict[str, int]:
+    counts = {"pass": 0, "fail": 0, "skipped": 0, "error": 0}
+    for test in tests:
+        counts[test.status] += 1
+    return counts
+
+
+def verdict_of(tests: list[TestResult]) -> Verdict:
+    """PASS needs at least one passing test and no failing or erroring one; skips never pass a cluster."""
+    counts = count_statuses(tests)
+    if counts["fail"] or counts["error"]:
+        return "FAIL"
+    return "PASS" if counts["pass"] else "FAIL"

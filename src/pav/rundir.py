@@ -1,0 +1,39 @@
+"""The run dir: made, and proven writable with room to spare, before anything is provisioned."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pav.errors import PavError
+
+MIN_FREE_BYTES = 64 * 1024 * 1024
+
+
+def new_run_id(env: str) -> str:
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{env}"
+
+
+def prepare(run_dir: Path) -> Path:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / ".write-probe"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise PavError(
+            f"run dir {run_dir} is not writable ({exc.strerror}); pass --run-dir with a writable folder"
+        ) from None
+    free = shutil.disk_usage(run_dir).free
+    if free < MIN_FREE_BYTES:
+        raise PavError(
+            f"run dir {run_dir} has {free // (1024 * 1024)} MiB free, under the {MIN_FREE_BYTES // (1024 * 1024)} "
+            "MiB a run needs; free space or pass --run-dir elsewhere"
+        )
+    return run_dir
+
+
+def default_run_dir(run_id: str) -> Path:
+    return Path(os.environ.get("PAV_RUNS", "runs")) / run_id

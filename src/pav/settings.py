@@ -1,0 +1,68 @@
+"""Driver settings an env chooses in its group_vars/all.yml (keys prefixed pav_), checked by type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from pav.errors import PavError
+from pav.yamlfile import load_mapping
+
+DEFAULT_TESTS = ["torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce", "nccl_tests_all_reduce"]
+
+
+@dataclass
+class Settings:
+    threshold_profile: str = "cpu"
+    tests: list[str] = field(default_factory=lambda: list(DEFAULT_TESTS))
+    apply_tuning: bool = True  # False: tuning roles run in check mode with diff and change nothing
+    test_timeout_s: int = 900
+    cpu_procs_per_host: int = 2
+    remote_dir: str = "/var/tmp/pav"
+    rdzv_port: int = 29400
+
+
+def settings_file(inventory_dir: Path) -> Path | None:
+    for candidate in (inventory_dir / "group_vars" / "all.yml", inventory_dir / "group_vars" / "all" / "pav.yml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(inventory_dir: Path) -> Settings:
+    path = settings_file(inventory_dir)
+    data = load_mapping(path) if path else {}
+    return settings_from(data, str(path or inventory_dir))
+
+
+def settings_from(data: dict[str, Any], source: str) -> Settings:
+    settings = Settings()
+    for f in fields(Settings):
+        key = f"pav_{f.name}"
+        if key not in data:
+            continue
+        value = data[key]
+        default = getattr(settings, f.name)
+        if not _same_kind(value, default):
+            raise PavError(
+                f"{source}: {key} must be {_kind(default)}, got {value!r}; fix that key"
+            )
+        setattr(settings, f.name, value)
+    if settings.test_timeout_s <= 0 or settings.cpu_procs_per_host <= 0:
+        raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")
+    return settings
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, list):
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, type(default))
+
+
+def _kind(default: Any) -> str:
+    return {bool: "true or false", int: "an integer", str: "a string", list: "a list of names"}[type(default)]

@@ -1,0 +1,1 @@
+"""One module per stage: provision -> configure -> validate -> collect -> report -> teardown."""

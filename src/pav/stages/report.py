@@ -1,0 +1,36 @@
+"""Report: judge every result against the profile, then write results.json, summary.txt and junit.xml."""
+
+from __future__ import annotations
+
+from pav.context import RunContext
+from pav.evaluate import evaluate_launch
+from pav.reporting import junit, summary
+from pav.results import utc_now, verdict_of
+from pav.thresholds import load_profile
+
+
+def judge(ctx: RunContext) -> None:
+    gates = load_profile(ctx.settings.threshold_profile)
+    for launch in ctx.launches:
+        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, gates.get(launch.test, [])))
+    ctx.launches = []  # judged once, even if report runs again after an interrupt
+    ctx.results.verdict = "ERROR" if ctx.results.error else verdict_of(ctx.results.tests)
+
+
+def write(ctx: RunContext) -> None:
+    """Always safe to call: it is also how partial results reach disk after a failure."""
+    ctx.results.ended = utc_now()
+    ctx.results.write(ctx.run_dir / "results.json")
+    (ctx.run_dir / "summary.txt").write_text(summary.render(ctx.results))
+    (ctx.run_dir / "junit.xml").write_text(junit.render(ctx.results))
+
+
+def write_partial(ctx: RunContext) -> None:
+    """After every stage: results.json on disk reflects the run so far."""
+    ctx.results.write(ctx.run_dir / "results.json")
+
+
+def run(ctx: RunContext) -> str:
+    judge(ctx)
+    write(ctx)
+    return f"verdict {ctx.results.verdict}"

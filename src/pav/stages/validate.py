@@ -1,0 +1,34 @@
+"""Validate: launch every planned test on its hosts through the existing launchers."""
+
+from __future__ import annotations
+
+from pav import catalog
+from pav.ansible_exec import run_playbook
+from pav.context import RunContext
+from pav.launches import plan_launches
+from pav.stages.configure import raise_for_hosts, record_hosts
+
+
+def plan(ctx: RunContext) -> None:
+    facts = {name: rec.facts for name, rec in ctx.results.hosts.items()}
+    ctx.launches, skipped = plan_launches(catalog.select(ctx.settings.tests), facts, ctx.settings)
+    ctx.results.tests.extend(skipped)
+
+
+def run(ctx: RunContext) -> str:
+    plan(ctx)
+    if not ctx.launches:
+        return "nothing to launch: every planned test was skipped"
+    extravars = ctx.extravars() | {"pav_launches": [launch.to_var() for launch in ctx.launches]}
+    outcome = run_playbook(
+        "validate",
+        "validate.yml",
+        ctx.inventory_file,
+        ctx.host_names,
+        ctx.run_dir / "ansible" / "validate",
+        extravars,
+        verbose=ctx.options.verbose,
+    )
+    record_hosts(ctx, outcome, "validate")
+    raise_for_hosts(outcome, "validate")
+    return f"{len(ctx.launches)} test(s) launched"

@@ -1,0 +1,72 @@
+"""Threshold profiles (thresholds/NAME.yml): gates on a test's metrics, each a min and/or max."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pav import paths
+from pav.errors import PavError
+from pav.yamlfile import load_mapping
+
+
+@dataclass(frozen=True)
+class Gate:
+    metric: str
+    min: float | None = None
+    max: float | None = None
+    why: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in (("metric", self.metric), ("min", self.min), ("max", self.max)) if v is not None}
+
+    def check(self, metrics: dict[str, Any]) -> str:
+        """Empty when the gate holds, else the reason it does not."""
+        value = lookup(metrics, self.metric)
+        if value is None:
+            return f"{self.metric} was not measured"
+        if self.min is not None and value < self.min:
+            return f"{self.metric}={value:g} below the minimum {self.min:g}"
+        if self.max is not None and value > self.max:
+            return f"{self.metric}={value:g} above the maximum {self.max:g}"
+        return ""
+
+
+def lookup(metrics: dict[str, Any], dotted: str) -> float | None:
+    node: Any = metrics
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return float(node) if isinstance(node, int | float) else None
+
+
+def known_profiles() -> list[str]:
+    return sorted(p.stem for p in paths.THRESHOLDS.glob("*.yml"))
+
+
+def load_profile(name: str) -> dict[str, list[Gate]]:
+    path = paths.THRESHOLDS / f"{name}.yml"
+    if not path.is_file():
+        raise PavError(
+            f"unknown threshold profile '{name}'; known: {', '.join(known_profiles())} (set pav_threshold_profile)"
+        )
+    data = load_mapping(path)
+    tests = data.get("tests") or {}
+    if not isinstance(tests, dict):
+        raise PavError(f"{path}: 'tests' must map test names to lists of gates")
+    return {name: [_gate(path, name, g) for g in gates or []] for name, gates in tests.items()}
+
+
+def _gate(path: Any, test: str, raw: Any) -> Gate:
+    if not isinstance(raw, dict) or "metric" not in raw or not ({"min", "max"} & raw.keys()):
+        raise PavError(f"{path}: each gate of {test} needs 'metric' and 'min' or 'max'")
+    try:
+        return Gate(
+            str(raw["metric"]),
+            None if raw.get("min") is None else float(raw["min"]),
+            None if raw.get("max") is None else float(raw["max"]),
+            str(raw.get("why", "")),
+        )
+    except (TypeError, ValueError):
+        raise PavError(f"{path}: gate {raw.get('metric')} of {test}: min/max must be numbers") from None

@@ -1,0 +1,36 @@
+"""YAML reading that turns a syntax error into one line naming the file, the line and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pav.errors import PavError
+
+
+def load_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PavError(f"cannot read {path}: {exc.strerror}; check the path and its permissions") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = exc.problem or exc.context or "invalid syntax"
+        raise PavError(f"{where}: malformed YAML ({problem}); fix the syntax at that line") from None
+    except yaml.YAMLError as exc:
+        raise PavError(f"{path}: malformed YAML ({exc}); fix the file") from None
+
+
+def load_mapping(path: Path) -> dict[str, Any]:
+    """A YAML file whose top level must be a mapping (group_vars, host_vars, tfvars-like files)."""
+    data = load_yaml(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise PavError(f"{path}: top level must be a mapping of key: value, not {type(data).__name__}")
+    return data
