@@ -15,6 +15,9 @@ from pav.errors import PavError
 from pav.progress import Progress
 from pav.tools import require_tool
 
+# Host facts roles set for the driver: preflight's facts and torch_payload's torch probe.
+FACT_KEYS = ("preflight_facts", "torch_payload_info")
+
 
 @dataclass
 class PlaybookOutcome:
@@ -23,8 +26,10 @@ class PlaybookOutcome:
     stats: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> ok/changed/failures/...
     unreachable: dict[str, str] = field(default_factory=dict)  # host -> message
     failures: dict[str, list[str]] = field(default_factory=dict)  # host -> "task: message"
-    changes: dict[str, list[str]] = field(default_factory=dict)  # host -> "role : task" that changed (or would)
-    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> pav_* facts the roles set
+    changes: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # host -> "role : task" that changed (or would)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> FACT_KEYS the roles set
 
     @property
     def failed_hosts(self) -> set[str]:
@@ -99,7 +104,7 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
         outcome.failures.setdefault(host, []).append(f"{data.get('task', '?')}: {_message(res)}")
     if name == "runner_on_ok":
         for key, value in (res.get("ansible_facts") or {}).items():
-            if key.startswith("pav_"):
+            if key in FACT_KEYS:
                 outcome.facts.setdefault(host, {})[key] = value
     if name == "runner_on_ok" and res.get("changed"):
         task = data.get("task", "?")

@@ -31,13 +31,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stages", default=",".join(STAGES), help=f"comma list, a subset of {','.join(STAGES)}")
     p.add_argument("--run-dir", type=Path, help="where results go (default runs/<utc-timestamp>-<env>/)")
     p.add_argument("--keep", action="store_true", help="skip teardown: leave hosts and work dirs up")
-    p.add_argument("--dry-run", action="store_true", help="print the plan of stages, hosts and tests; change nothing")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the plan of stages, hosts and tests; change nothing"
+    )
     p.add_argument("--hosts", type=int, help="how many hosts an env that provisions creates")
     tuning = p.add_mutually_exclusive_group()
-    tuning.add_argument("--apply-tuning", dest="apply_tuning", action="store_true", default=None,
-                        help="let the tuning roles change the hosts (overrides the env's pav_apply_tuning)")
-    tuning.add_argument("--check-tuning", dest="apply_tuning", action="store_false",
-                        help="run the tuning roles in check mode with diff: report, change nothing")
+    tuning.add_argument(
+        "--apply-tuning",
+        dest="apply_tuning",
+        action="store_true",
+        default=None,
+        help="let the tuning roles change the hosts (overrides the env's pav_apply_tuning)",
+    )
+    tuning.add_argument(
+        "--check-tuning",
+        dest="apply_tuning",
+        action="store_false",
+        help="run the tuning roles in check mode with diff: report, change nothing",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="a progress line for every task result")
     return p
 

@@ -1,4 +1,4 @@
-"""Environments: a folder inventories/NAME/ (hosts + group_vars), and terraform/envs/NAME/ if it provisions."""
+"""Environments: inventories/NAME/ (hosts + group_vars), plus terraform/envs/NAME/ if it provisions."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ def resolve_env(name: str) -> EnvSpec:
     inventory_dir = paths.INVENTORIES / name
     if not (inventory_dir / "group_vars").is_dir():
         known = ", ".join(known_envs()) or "none"
-        raise PavError(f"unknown env '{name}'; known envs: {known} (or pass --inventory FILE for your own hosts)")
+        raise PavError(
+            f"unknown env '{name}'; known envs: {known} (or pass --inventory FILE for your own hosts)"
+        )
     hosts = inventory_dir / "hosts.yml"
     tf = paths.TERRAFORM / "envs" / name
     return EnvSpec(
@@ -45,5 +47,7 @@ def resolve_env(name: str) -> EnvSpec:
 def custom_env(inventory: Path) -> EnvSpec:
     """A user's own SSH inventory (bare metal): its group_vars/host_vars beside it apply as Ansible does."""
     if not inventory.is_file():
-        raise PavError(f"inventory file {inventory} does not exist; pass the path of an Ansible inventory file")
+        raise PavError(
+            f"inventory file {inventory} does not exist; pass the path of an Ansible inventory file"
+        )
     return EnvSpec(name="custom", inventory_dir=inventory.parent, hosts_file=inventory, terraform_dir=None)

@@ -20,7 +20,9 @@ def evaluate_launch(launch: Launch, run_dir: Path, gates: list[Gate]) -> list[Te
 def evaluate_host(launch: Launch, host: str, run_dir: Path, gates: list[Gate]) -> TestResult:
     test_dir = run_dir / "hosts" / host / "results" / launch.test
     result = TestResult(launch.test, [host], "error", threshold={"gates": [g.describe() for g in gates]})
-    result.artifacts = sorted(str(p.relative_to(run_dir)) for p in test_dir.glob("*")) if test_dir.is_dir() else []
+    result.artifacts = (
+        sorted(str(p.relative_to(run_dir)) for p in test_dir.glob("*")) if test_dir.is_dir() else []
+    )
     rc = _read_rc(test_dir / "launcher.rc")
     if rc is None:
         result.reason = "no result came back from the host (it did not run, or collect failed)"
@@ -47,7 +49,9 @@ def _judge_ranks(
         result.metrics = summarize(ranks)
         return result
     if len(ranks) < expected:
-        result.reason = f"{len(ranks)} of {expected} ranks wrote a result (launcher rc={rc}); see {_log(test_dir)}"
+        result.reason = (
+            f"{len(ranks)} of {expected} ranks wrote a result (launcher rc={rc}); see {_log(test_dir)}"
+        )
         return result
     if rc != 0:
         result.reason = f"launcher exited {rc} although every rank passed; see {_log(test_dir)}"
@@ -93,7 +97,9 @@ def _train_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     metrics = [r.get("metrics", {}) for r in ranks]
     first = metrics[0]
     loss_first, loss_last = first.get("loss_first"), first.get("loss_last")
-    out: dict[str, Any] = {k: first.get(k) for k in ("model", "mode", "loss_first", "loss_last", "peak_memory_bytes")}
+    out: dict[str, Any] = {
+        k: first.get(k) for k in ("model", "mode", "loss_first", "loss_last", "peak_memory_bytes")
+    }
     out["step_time_s_median"] = (first.get("step_time_s") or {}).get("median")
     if loss_first and loss_last is not None:
         out["loss_ratio"] = loss_last / loss_first

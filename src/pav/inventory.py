@@ -36,7 +36,9 @@ def check_var_files(inventory_dir: Path) -> None:
         if not base.is_dir():
             continue
         for path in sorted(base.rglob("*")):
-            if path.suffix in (".yml", ".yaml") or (path.is_file() and path.parent == base and not path.suffix):
+            if path.suffix in (".yml", ".yaml") or (
+                path.is_file() and path.parent == base and not path.suffix
+            ):
                 load_mapping(path)
 
 
@@ -66,8 +68,12 @@ def write_generated(hosts: dict[str, dict[str, Any]], inventory_dir: Path, dest:
     return path
 
 
-def resolve_hosts(inventory_file: Path) -> list[Host]:
-    """Ask ansible-inventory, so INI, YAML and every Ansible inventory feature resolve as Ansible sees them."""
+def resolve_hosts(inventory_file: Path, label: Path | None = None) -> list[Host]:
+    """Ask ansible-inventory, so INI, YAML and every Ansible inventory feature resolve as Ansible sees them.
+
+    label: the file to name in errors (the user's, when inventory_file is the run dir's copy of it).
+    """
+    shown = label or inventory_file
     exe = require_tool("ansible-inventory", "install the project (pip install -e .) to get ansible-core")
     env = ansible_env()
     env["ANSIBLE_INVENTORY_UNPARSED_FAILED"] = "true"
@@ -76,12 +82,13 @@ def resolve_hosts(inventory_file: Path) -> list[Host]:
         [exe, "-i", str(inventory_file), "--list"], capture_output=True, text=True, env=env, check=False
     )
     if proc.returncode != 0:
-        raise PavError(f"inventory {inventory_file} is not valid: {_first_error(proc.stderr)}; fix the file")
+        reason = _first_error(proc.stderr).replace(str(inventory_file), str(shown))
+        raise PavError(f"inventory {shown} is not valid: {reason}; fix the file")
     data = json.loads(proc.stdout)
     hostvars: dict[str, dict[str, Any]] = data.get("_meta", {}).get("hostvars", {})
     names = _all_hosts(data)
     if not names:
-        raise PavError(f"inventory {inventory_file} has no hosts; add at least one host under all.hosts")
+        raise PavError(f"inventory {shown} has no hosts; add at least one host under all.hosts")
     return [Host(n, str(hostvars.get(n, {}).get("ansible_host", n)), hostvars.get(n, {})) for n in names]
 
 

@@ -32,7 +32,9 @@ class HostLine:
 
 
 class Progress:
-    def __init__(self, stage: str, hosts: list[str], verbose: bool = False, out: TextIO | None = None) -> None:
+    def __init__(
+        self, stage: str, hosts: list[str], verbose: bool = False, out: TextIO | None = None
+    ) -> None:
         self.stage = stage
         self.verbose = verbose
         self.out = out or sys.stdout
@@ -42,7 +44,9 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.tty:
-            self._live = Live(self._table(), console=Console(file=self.out), refresh_per_second=8, transient=False)
+            self._live = Live(
+                self._table(), console=Console(file=self.out), refresh_per_second=8, transient=False
+            )
             self._live.__enter__()
         return self
 

@@ -28,9 +28,10 @@ def prepare(run_dir: Path) -> Path:
         ) from None
     free = shutil.disk_usage(run_dir).free
     if free < MIN_FREE_BYTES:
+        mib = 1024 * 1024
         raise PavError(
-            f"run dir {run_dir} has {free // (1024 * 1024)} MiB free, under the {MIN_FREE_BYTES // (1024 * 1024)} "
-            "MiB a run needs; free space or pass --run-dir elsewhere"
+            f"run dir {run_dir} has {free // mib} MiB free, under the {MIN_FREE_BYTES // mib} MiB needed; "
+            "free space or pass --run-dir elsewhere"
         )
     return run_dir
 

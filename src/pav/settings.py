@@ -24,7 +24,10 @@ class Settings:
 
 
 def settings_file(inventory_dir: Path) -> Path | None:
-    for candidate in (inventory_dir / "group_vars" / "all.yml", inventory_dir / "group_vars" / "all" / "pav.yml"):
+    for candidate in (
+        inventory_dir / "group_vars" / "all.yml",
+        inventory_dir / "group_vars" / "all" / "pav.yml",
+    ):
         if candidate.is_file():
             return candidate
     return None
@@ -45,9 +48,7 @@ def settings_from(data: dict[str, Any], source: str) -> Settings:
         value = data[key]
         default = getattr(settings, f.name)
         if not _same_kind(value, default):
-            raise PavError(
-                f"{source}: {key} must be {_kind(default)}, got {value!r}; fix that key"
-            )
+            raise PavError(f"{source}: {key} must be {_kind(default)}, got {value!r}; fix that key")
         setattr(settings, f.name, value)
     if settings.test_timeout_s <= 0 or settings.cpu_procs_per_host <= 0:
         raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")

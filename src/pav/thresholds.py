@@ -18,7 +18,9 @@ class Gate:
     why: str = ""
 
     def describe(self) -> dict[str, Any]:
-        return {k: v for k, v in (("metric", self.metric), ("min", self.min), ("max", self.max)) if v is not None}
+        return {
+            k: v for k, v in (("metric", self.metric), ("min", self.min), ("max", self.max)) if v is not None
+        }
 
     def check(self, metrics: dict[str, Any]) -> str:
         """Empty when the gate holds, else the reason it does not."""
@@ -48,9 +50,8 @@ def known_profiles() -> list[str]:
 def load_profile(name: str) -> dict[str, list[Gate]]:
     path = paths.THRESHOLDS / f"{name}.yml"
     if not path.is_file():
-        raise PavError(
-            f"unknown threshold profile '{name}'; known: {', '.join(known_profiles())} (set pav_threshold_profile)"
-        )
+        known = ", ".join(known_profiles())
+        raise PavError(f"unknown threshold profile '{name}'; known: {known} (set pav_threshold_profile)")
     data = load_mapping(path)
     tests = data.get("tests") or {}
     if not isinstance(tests, dict):

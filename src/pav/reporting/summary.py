@@ -14,7 +14,12 @@ def render(results: RunResults) -> str:
         _table(
             ["host", "status", "gpus", "tuning"],
             [
-                [h.name, h.status, str(h.facts.get("gpu", {}).get("count", "?")), _changes(h.changes, h.tuning_applied)]
+                [
+                    h.name,
+                    h.status,
+                    str(h.facts.get("gpu", {}).get("count", "?")),
+                    _changes(h.changes, h.tuning_applied),
+                ]
                 for h in results.hosts.values()
             ],
         ),

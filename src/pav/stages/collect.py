@@ -20,4 +20,6 @@ def run(ctx: RunContext) -> str:
     record_hosts(ctx, outcome, "collect")
     missing = sorted(outcome.failed_hosts)
     # A host that cannot be collected from keeps its tests as errors; the run goes on to the report.
-    return f"collected from {len(ctx.hosts) - len(missing)} host(s)" + (f"; missing: {', '.join(missing)}" if missing else "")
+    return f"collected from {len(ctx.hosts) - len(missing)} host(s)" + (
+        f"; missing: {', '.join(missing)}" if missing else ""
+    )

@@ -41,11 +41,11 @@ def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
 
 
 def save_facts(ctx: RunContext, outcome: PlaybookOutcome) -> None:
-    """pav_facts (preflight) plus pav_torch (torch_payload), as hosts/NAME/facts.json."""
+    """preflight_facts plus torch_payload_info (as "torch"), saved as hosts/NAME/facts.json."""
     for name, found in outcome.facts.items():
-        facts = dict(found.get("pav_facts", {}))
-        if "pav_torch" in found:
-            facts["torch"] = found["pav_torch"]
+        facts = dict(found.get("preflight_facts", {}))
+        if "torch_payload_info" in found:
+            facts["torch"] = found["torch_payload_info"]
         path = ctx.run_dir / "hosts" / name / "facts.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(facts, indent=2) + "\n")

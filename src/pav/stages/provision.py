@@ -19,7 +19,9 @@ def resolve(ctx: RunContext) -> None:
     if ctx.inventory_file is None:
         if ctx.env.hosts_file is None:
             raise PavError(f"env {ctx.env.name} has no hosts yet; run the provision stage first")
-        ctx.inventory_file = stage_inventory(ctx.env.hosts_file, ctx.env.inventory_dir, ctx.run_dir / "inventory")
-    ctx.hosts = resolve_hosts(ctx.inventory_file)
+        ctx.inventory_file = stage_inventory(
+            ctx.env.hosts_file, ctx.env.inventory_dir, ctx.run_dir / "inventory"
+        )
+    ctx.hosts = resolve_hosts(ctx.inventory_file, label=ctx.env.hosts_file)
     for host in ctx.hosts:
         ctx.results.hosts.setdefault(host.name, HostRecord(host.name)).address = host.address

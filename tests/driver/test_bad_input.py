@@ -1,0 +1,84 @@
+"""Bad input ends in one line naming the problem and the fix, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+from tests.conftest import assert_one_line_error, run_cli
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_unknown_env_lists_known_ones(tmp_path: Path) -> None:
+    run = run_cli("--env", "nope", "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(run, "unknown env 'nope'", "local")
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_stage() -> None:
+    assert_one_line_error(run_cli("--stages", "configure,dance", "--dry-run"), "dance", "provision")
+
+
+def test_malformed_inventory_yaml_names_file_and_line(tmp_path: Path) -> None:
+    inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    a: {ansible_host: [1.2.3.4\n")
+    run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(run, f"{inv}:", "malformed YAML")
+
+
+def test_malformed_group_vars_names_file_and_line(tmp_path: Path) -> None:
+    inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
+    gv = write(tmp_path / "group_vars" / "all.yml", "pav_threshold_profile: cpu\npav_tests: [a, b\n")
+    run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(run, f"{gv}:", "malformed YAML")
+
+
+def test_wrong_type_setting_names_key(tmp_path: Path) -> None:
+    inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
+    write(tmp_path / "group_vars" / "all.yml", "pav_test_timeout_s: soon\n")
+    assert_one_line_error(run_cli("--inventory", str(inv), "--dry-run"), "pav_test_timeout_s", "integer")
+
+
+def test_inventory_not_an_inventory(tmp_path: Path) -> None:
+    inv = write(tmp_path / "hosts.yml", "- just\n- a list\n")
+    assert_one_line_error(run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r")), str(inv))
+
+
+def test_missing_inventory_file(tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("--inventory", str(tmp_path / "none.yml")), "does not exist")
+
+
+def test_unreachable_host_is_named(tmp_path: Path) -> None:
+    # Port 9 on loopback: nothing listens, so SSH is refused at once.
+    inv = write(
+        tmp_path / "hosts.yml",
+        "all:\n  hosts:\n    deadhost:\n      ansible_host: 127.0.0.1\n      ansible_port: 9\n",
+    )
+    run_dir = tmp_path / "r"
+    run = run_cli("--inventory", str(inv), "--run-dir", str(run_dir))
+    assert_one_line_error(run, "deadhost", "unreachable")
+    results = run.results(run_dir)
+    assert results["verdict"] == "ERROR"
+    assert results["hosts"]["deadhost"]["status"] == "unreachable"
+    assert (run_dir / "summary.txt").is_file()
+
+
+def test_run_dir_not_writable(tmp_path: Path) -> None:
+    blocker = write(tmp_path / "file", "x")
+    assert_one_line_error(run_cli("--run-dir", str(blocker / "run")), "not writable", "--run-dir")
+
+
+def test_missing_ansible(tmp_path: Path) -> None:
+    """A Python without ansible beside it and a PATH without it: the driver says what to install."""
+    site = sysconfig.get_paths()["purelib"]
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join([src, site])}
+    system_python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+    run = run_cli("--run-dir", str(tmp_path / "r"), env=env, python=system_python)
+    assert_one_line_error(run, "ansible-inventory not found", "pip install")

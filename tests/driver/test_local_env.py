@@ -1,0 +1,75 @@
+"""The embedded default: the whole pipeline on this machine through Ansible's local connection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]:
+    run_dir = tmp_path_factory.mktemp("local") / "run"
+    run = run_cli("--env", "local", "--run-dir", str(run_dir))
+    return run.rc, run_dir, run.stdout + run.stderr
+
+
+def test_exits_zero_with_pass(local_run: tuple[int, Path, str]) -> None:
+    rc, run_dir, output = local_run
+    assert rc == 0, output
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["schema_version"] == "1.0"
+    assert results["verdict"] == "PASS"
+    assert [s["name"] for s in results["stages"]] == [
+        "provision", "configure", "validate", "collect", "report", "teardown",
+    ]  # fmt: skip
+    assert all(s["status"] == "ok" for s in results["stages"]), results["stages"]
+    assert "VERDICT: PASS" in (run_dir / "summary.txt").read_text()
+
+
+def test_cpu_tests_pass_and_gpu_tests_skip_with_reason(local_run: tuple[int, Path, str]) -> None:
+    _, run_dir, _ = local_run
+    tests = {t["name"]: t for t in json.loads((run_dir / "results.json").read_text())["tests"]}
+    assert tests["torch_gloo_allreduce"]["status"] == "pass"
+    assert tests["torch_gloo_allreduce"]["metrics"]["wrong_total"] == 0
+    assert tests["torch_gloo_allreduce"]["threshold"]["gates"] == [{"metric": "wrong_total", "max": 0.0}]
+    assert tests["ddp_cpu_train"]["status"] == "pass"
+    assert tests["ddp_cpu_train"]["metrics"]["loss_ratio"] < 0.9
+    for gpu_test in ("torch_nccl_allreduce", "nccl_tests_all_reduce"):
+        assert tests[gpu_test]["status"] == "skipped"
+        assert tests[gpu_test]["reason"] == "no GPU"
+
+
+def test_facts_and_check_mode_changes_recorded(local_run: tuple[int, Path, str]) -> None:
+    _, run_dir, _ = local_run
+    host = json.loads((run_dir / "results.json").read_text())["hosts"]["localhost"]
+    assert host["status"] == "ok"
+    assert host["facts"]["gpu"]["count"] == 0
+    assert host["facts"]["torch"]["version"].startswith("2.")
+    assert int(host["facts"]["shm"]["size_bytes"]) > 0
+    # Check mode: the tuning it would apply is listed, and none of it reached this machine's /etc.
+    assert host["tuning_applied"] is False
+    assert any(c.startswith("host_tuning :") for c in host["changes"])
+    assert not Path("/etc/security/limits.d/90-pav-gpu.conf").exists()
+    assert not Path("/etc/pav/nccl.env").exists()
+
+
+def test_artifacts_and_junit(local_run: tuple[int, Path, str]) -> None:
+    _, run_dir, _ = local_run
+    results = (run_dir / "hosts" / "localhost" / "results").iterdir()
+    assert {p.name for p in results} == {"torch_gloo_allreduce", "ddp_cpu_train"}
+    junit = (run_dir / "junit.xml").read_text()
+    assert 'tests="4"' in junit and 'skipped="2"' in junit and 'failures="0"' in junit
+
+
+def test_dry_run_changes_nothing(tmp_path: Path) -> None:
+    run = run_cli("--env", "local", "--dry-run", "--run-dir", str(tmp_path / "r"))
+    assert run.rc == 0, run.stderr
+    assert "localhost" in run.stdout and "torch_gloo_allreduce" in run.stdout
+    assert "check mode" in run.stdout
+    assert not (tmp_path / "r").exists()
