@@ -8,7 +8,7 @@ from typing import Literal
 from pav.errors import PavError
 
 Scope = Literal["host", "cluster"]
-Launcher = Literal["torchrun", "nccl_tests"]
+Launcher = Literal["torchrun", "nccl_tests", "mpirun"]
 
 # nccl-tests sizes from the field's habits: 512M to 8G by factor 2.
 BIG_SIZES = "512M,1G,2G,4G,8G"
@@ -42,6 +42,38 @@ CATALOG: dict[str, TestSpec] = {
             "host",
             False,
             ("train", "--model", "mlp", "--mode", "ddp", "--steps", "20"),
+        ),
+        TestSpec(
+            "torch_gloo_collectives_multi",
+            "torch gloo collectives across all hosts through torchrun c10d rendezvous, results checked",
+            "torchrun",
+            "cluster",
+            False,
+            (
+                "collectives",
+                "--backend",
+                "gloo",
+                "--ops",
+                "all_reduce,all_gather,broadcast",
+                "--sizes",
+                "1K,1M",
+            ),
+        ),
+        TestSpec(
+            "ddp_cpu_train_multi",
+            "DDP steps across all hosts through torchrun c10d rendezvous; loss must fall",
+            "torchrun",
+            "cluster",
+            False,
+            ("train", "--model", "mlp", "--mode", "ddp", "--steps", "20"),
+        ),
+        TestSpec(
+            "mpi_allreduce",
+            "MPI_Allreduce across all hosts through mpirun over SSH, result checked",
+            "mpirun",
+            "cluster",
+            False,
+            ("pav_mpi_allreduce",),
         ),
         TestSpec(
             "torch_nccl_allreduce",

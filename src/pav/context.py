@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ class RunContext:
             "pav_remote_dir": self.settings.remote_dir,
             "pav_payload_src": str(paths.PAYLOAD),
             "pav_apply_tuning": self.apply_tuning,
+            # Hosts that share this machine's filesystem (local, sim) run the payload with this Python.
+            "pav_controller_python": sys.executable,
         }
 
     def wants(self, stage: str) -> bool:

@@ -14,32 +14,44 @@ TIMEOUT_RCS = {124, 137}
 
 
 def evaluate_launch(launch: Launch, run_dir: Path, gates: list[Gate]) -> list[TestResult]:
-    return [evaluate_host(launch, host, run_dir, gates) for host in launch.hosts]
+    """Host-scope tests get a result per host; a cluster test gets one result spanning its members."""
+    if launch.scope == "cluster":
+        return [evaluate_group(launch, launch.hosts, launch.members, run_dir, gates)]
+    return [evaluate_group(launch, [host], [host], run_dir, gates) for host in launch.hosts]
 
 
-def evaluate_host(launch: Launch, host: str, run_dir: Path, gates: list[Gate]) -> TestResult:
-    test_dir = run_dir / "hosts" / host / "results" / launch.test
-    result = TestResult(launch.test, [host], "error", threshold={"gates": [g.describe() for g in gates]})
-    result.artifacts = (
-        sorted(str(p.relative_to(run_dir)) for p in test_dir.glob("*")) if test_dir.is_dir() else []
+def evaluate_group(
+    launch: Launch, launch_hosts: list[str], members: list[str], run_dir: Path, gates: list[Gate]
+) -> TestResult:
+    result = TestResult(launch.test, members, "error", threshold={"gates": [g.describe() for g in gates]})
+    dirs = {h: run_dir / "hosts" / h / "results" / launch.test for h in launch_hosts}
+    result.artifacts = sorted(
+        str(p.relative_to(run_dir)) for d in dirs.values() if d.is_dir() for p in d.iterdir()
     )
-    rc = _read_rc(test_dir / "launcher.rc")
-    if rc is None:
-        result.reason = "no result came back from the host (it did not run, or collect failed)"
+    rcs = {h: _read_rc(d / "launcher.rc") for h, d in dirs.items()}
+    missing = [h for h, rc in rcs.items() if rc is None]
+    if missing:
+        result.reason = f"no result came back from {', '.join(missing)} (it did not run, or collect failed)"
         return result
-    if rc in TIMEOUT_RCS:
-        result.status, result.reason = "fail", f"timeout after {launch.timeout_s}s; killed on the host"
+    timed_out = [h for h, rc in rcs.items() if rc in TIMEOUT_RCS]
+    if timed_out:
+        result.status = "fail"
+        result.reason = f"timeout after {launch.timeout_s}s on {', '.join(timed_out)}; killed on the host"
         return result
-    ranks = _read_ranks(test_dir)
-    expected = launch.ranks_by_host.get(host, 0)
-    if launch.launcher == "torchrun":
-        return _judge_ranks(result, rc, ranks, expected, gates, test_dir)
-    result.reason = f"launcher {launch.launcher} results are not judged yet (rc={rc})"
-    return result
+    ranks = [rank for d in dirs.values() for rank in _read_ranks(d)]
+    expected = sum(launch.ranks_by_host.get(h, 0) for h in launch_hosts)
+    failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
+    log = _log(next(iter(dirs.values())))
+    return _judge_ranks(result, failed_rc, ranks, expected, gates, log)
 
 
 def _judge_ranks(
-    result: TestResult, rc: int, ranks: list[dict[str, Any]], expected: int, gates: list[Gate], test_dir: Path
+    result: TestResult,
+    failed_rc: dict[str, int],
+    ranks: list[dict[str, Any]],
+    expected: int,
+    gates: list[Gate],
+    log: str,
 ) -> TestResult:
     bad = [r for r in ranks if r.get("status") != "pass"]
     if bad:
@@ -48,13 +60,12 @@ def _judge_ranks(
         result.reason = f"rank {worst.get('rank')}: {worst.get('reason') or worst.get('status')}"
         result.metrics = summarize(ranks)
         return result
+    rc_text = ", ".join(f"{h} rc={rc}" for h, rc in failed_rc.items()) or "rc=0"
     if len(ranks) < expected:
-        result.reason = (
-            f"{len(ranks)} of {expected} ranks wrote a result (launcher rc={rc}); see {_log(test_dir)}"
-        )
+        result.reason = f"{len(ranks)} of {expected} ranks wrote a result ({rc_text}); see {log}"
         return result
-    if rc != 0:
-        result.reason = f"launcher exited {rc} although every rank passed; see {_log(test_dir)}"
+    if failed_rc:
+        result.reason = f"launcher failed ({rc_text}) although every rank passed; see {log}"
         return result
     result.metrics = summarize(ranks)
     failures = [reason for gate in gates if (reason := gate.check(result.metrics))]
@@ -71,7 +82,13 @@ def summarize(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         return {}
     first = min(ranks, key=lambda r: r.get("rank", 0))
     out: dict[str, Any] = {"world_size": first.get("world_size"), "ranks_reported": len(ranks)}
-    if first.get("kind") == "collectives":
+    out["rank_hosts"] = {
+        str(r.get("rank")): r.get("hostname") for r in sorted(ranks, key=lambda r: r.get("rank", 0))
+    }
+    if first.get("kind") == "mpi":
+        m = first.get("metrics", {})
+        out.update({k: m.get(k) for k in ("world_size", "hosts", "wrong_total", "allreduce_time_us_median")})
+    elif first.get("kind") == "collectives":
         out.update(_collective_summary(ranks))
     elif first.get("kind") == "train":
         out.update(_train_summary(ranks))

@@ -10,13 +10,19 @@ from pav.results import TestResult
 from pav.settings import Settings
 
 
+# Placeholders the run_tests role fills in per host (where the host keeps its Python and binaries).
+PYTHON, NCCL_TESTS_DIR, MPI_BIN_DIR = "{python}", "{nccl_tests_dir}", "{mpi_bin_dir}"
+
+
 @dataclass
 class Launch:
     test: str
     launcher: str
+    scope: str
     timeout_s: int
-    argv_by_host: dict[str, list[str]] = field(default_factory=dict)
-    ranks_by_host: dict[str, int] = field(default_factory=dict)
+    argv_by_host: dict[str, list[str]] = field(default_factory=dict)  # where a command starts
+    ranks_by_host: dict[str, int] = field(default_factory=dict)  # result files each host must return
+    members: list[str] = field(default_factory=list)  # hosts the test spans
 
     @property
     def hosts(self) -> list[str]:
@@ -26,42 +32,88 @@ class Launch:
         return asdict(self)
 
 
-def gpu_count(facts: dict[str, Any]) -> int:
-    return int(facts.get("gpu", {}).get("count", 0) or 0)
+@dataclass(frozen=True)
+class HostView:
+    """What planning needs of a host: its facts and the address its peers reach it on."""
+
+    name: str
+    address: str
+    facts: dict[str, Any]
+
+    @property
+    def gpus(self) -> int:
+        return int(self.facts.get("gpu", {}).get("count", 0) or 0)
 
 
 def plan_launches(
-    specs: list[TestSpec], facts: dict[str, dict[str, Any]], settings: Settings
+    specs: list[TestSpec], hosts: list[HostView], settings: Settings, run_id: str
 ) -> tuple[list[Launch], list[TestResult]]:
     launches: list[Launch] = []
     skipped: list[TestResult] = []
     for spec in specs:
-        launch = Launch(spec.name, spec.launcher, settings.test_timeout_s)
-        for host, host_facts in facts.items():
-            reason = _skip_reason(spec, host_facts)
+        if spec.scope == "cluster":
+            launch, skip = _cluster_launch(spec, hosts, settings, run_id)
+            launches += [launch] if launch else []
+            skipped += [skip] if skip else []
+            continue
+        launch = Launch(spec.name, spec.launcher, spec.scope, settings.test_timeout_s)
+        for host in hosts:
+            reason = "no GPU" if spec.needs_gpu and host.gpus == 0 else ""
             if reason:
-                skipped.append(TestResult(spec.name, [host], "skipped", reason))
+                skipped.append(TestResult(spec.name, [host.name], "skipped", reason))
                 continue
-            procs = gpu_count(host_facts) if spec.needs_gpu else settings.cpu_procs_per_host
-            launch.argv_by_host[host] = _argv(spec, procs)
-            launch.ranks_by_host[host] = procs
+            procs = host.gpus if spec.needs_gpu else settings.cpu_procs_per_host
+            launch.argv_by_host[host.name] = _host_argv(spec, procs)
+            launch.ranks_by_host[host.name] = procs
+            launch.members.append(host.name)
         if launch.argv_by_host:
             launches.append(launch)
     return launches, skipped
 
 
-def _skip_reason(spec: TestSpec, facts: dict[str, Any]) -> str:
-    if spec.needs_gpu and gpu_count(facts) == 0:
-        return "no GPU"
-    return ""
+def _cluster_launch(
+    spec: TestSpec, hosts: list[HostView], settings: Settings, run_id: str
+) -> tuple[Launch | None, TestResult | None]:
+    names = [h.name for h in hosts]
+    if len(hosts) < 2:
+        return None, TestResult(spec.name, names, "skipped", "needs 2 or more hosts")
+    if spec.needs_gpu and any(h.gpus == 0 for h in hosts):
+        return None, TestResult(
+            spec.name, names, "skipped", "no GPU on " + ",".join(h.name for h in hosts if not h.gpus)
+        )
+    procs = min(h.gpus for h in hosts) if spec.needs_gpu else settings.cpu_procs_per_host
+    launch = Launch(spec.name, spec.launcher, spec.scope, settings.test_timeout_s, members=names)
+    if spec.launcher == "mpirun":
+        # mpirun starts every rank over SSH from the first host; rank 0 writes the one result.
+        first = hosts[0].name
+        launch.argv_by_host[first] = [
+            f"{MPI_BIN_DIR}/pav-mpirun", "-np", str(procs * len(hosts)),
+            f"{MPI_BIN_DIR}/{spec.args[0]}", *spec.args[1:], *_out_args(spec),
+        ]  # fmt: skip
+        launch.ranks_by_host[first] = 1
+        return launch, None
+    endpoint = f"{hosts[0].address}:{settings.rdzv_port}"
+    for host in hosts:
+        launch.argv_by_host[host.name] = [
+            PYTHON, "-m", "torch.distributed.run", "--nnodes", str(len(hosts)), "--nproc_per_node", str(procs),
+            "--rdzv_backend", "c10d", "--rdzv_endpoint", endpoint, "--rdzv_id", f"{run_id}-{spec.name}",
+            # Advertise the address, not the hostname: cluster hosts often cannot resolve each other's names.
+            "--local-addr", host.address,
+            "-m", "pav_payload", *spec.args, *_out_args(spec),
+        ]  # fmt: skip
+        launch.ranks_by_host[host.name] = procs
+    return launch, None
 
 
-def _argv(spec: TestSpec, procs: int) -> list[str]:
-    out = f"results/{spec.name}"
+def _host_argv(spec: TestSpec, procs: int) -> list[str]:
     if spec.launcher == "nccl_tests":
         # One process driving every GPU of the host: the single-node form nccl-tests documents.
-        return [*spec.args, "-g", str(procs)]
+        return [f"{NCCL_TESTS_DIR}/{spec.args[0]}", *spec.args[1:], "-g", str(procs)]
     return [
-        "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(procs),
-        "-m", "pav_payload", *spec.args, "--out", out, "--test-id", spec.name,
+        PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(procs),
+        "-m", "pav_payload", *spec.args, *_out_args(spec),
     ]  # fmt: skip
+
+
+def _out_args(spec: TestSpec) -> list[str]:
+    return ["--out", f"results/{spec.name}", "--test-id", spec.name]

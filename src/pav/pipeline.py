@@ -25,12 +25,16 @@ def execute(ctx: RunContext) -> int:
     except PavError as exc:
         error = exc
         ctx.results.error = str(exc)
+    except Exception as exc:
+        _save_traceback(ctx)
+        error = PavError(f"internal error: {exc!r}; see driver-error.txt in the run dir")
+        ctx.results.error = str(error)
     finally:
         error = _wrap_up(ctx, error)
         report.write(ctx)  # once more, so the files show teardown's outcome too
     if error is not None:
         return error.exit_code
-    return 0 if ctx.results.verdict == "PASS" else 1
+    return 0 if ctx.results.verdict in ("PASS", "NONE") else 1
 
 
 def _wrap_up(ctx: RunContext, error: PavError | None) -> PavError | None:
@@ -46,7 +50,19 @@ def _wrap_up(ctx: RunContext, error: PavError | None) -> PavError | None:
         except PavError as exc:
             error = error or exc
             ctx.results.error = ctx.results.error or str(exc)
+        except Exception as exc:  # a bug must not cost the teardown after it
+            bug = PavError(f"internal error in {name}: {exc!r}; see driver-error.txt in the run dir")
+            _save_traceback(ctx)
+            error = error or bug
+            ctx.results.error = ctx.results.error or str(bug)
     return error
+
+
+def _save_traceback(ctx: RunContext) -> None:
+    import traceback
+
+    with (ctx.run_dir / "driver-error.txt").open("a") as out:
+        out.write(traceback.format_exc() + "\n")
 
 
 def _stage(ctx: RunContext, name: str, fn: StageFn) -> None:
@@ -60,9 +76,9 @@ def _stage(ctx: RunContext, name: str, fn: StageFn) -> None:
     try:
         record.detail = fn(ctx)
         record.status = "ok"
-    except PavError as exc:
+    except Exception as exc:
         record.detail = str(exc)
-        record.status = "interrupted" if exc.exit_code in (130, 143) else "failed"
+        record.status = "interrupted" if getattr(exc, "exit_code", 0) in (130, 143) else "failed"
         raise
     finally:
         record.ended = utc_now()

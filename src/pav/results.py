@@ -13,7 +13,7 @@ SCHEMA_VERSION = "1.0"
 
 TestStatus = Literal["pass", "fail", "skipped", "error"]
 StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
-Verdict = Literal["PASS", "FAIL", "ERROR"]
+Verdict = Literal["PASS", "FAIL", "ERROR", "NONE"]  # NONE: the stages run did not include validate
 
 
 def utc_now() -> str:
@@ -42,6 +42,7 @@ class HostRecord:
 
 @dataclass
 class TestResult:
+    __test__ = False  # not a pytest class, despite the name
     name: str
     hosts: list[str]
     status: TestStatus
@@ -65,6 +66,8 @@ class RunResults:
     tests: list[TestResult] = field(default_factory=list)
     verdict: Verdict = "ERROR"
     error: str = ""
+    state_dir: str = ""  # Terraform state of a provisioning env
+    destroyed: list[str] = field(default_factory=list)  # resources teardown destroyed
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

@@ -21,6 +21,8 @@ class Settings:
     cpu_procs_per_host: int = 2
     remote_dir: str = "/var/tmp/pav"
     rdzv_port: int = 29400
+    hosts: int = 3  # hosts an env that provisions creates (--hosts overrides)
+    ssh_timeout_s: int = 300  # how long new hosts get to answer SSH
 
 
 def settings_file(inventory_dir: Path) -> Path | None:

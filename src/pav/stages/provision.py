@@ -2,26 +2,52 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pav.context import RunContext
 from pav.errors import PavError
-from pav.inventory import resolve_hosts, stage_inventory
+from pav.inventory import resolve_hosts, stage_inventory, write_generated
+from pav.provisioning.terraform_env import TerraformEnv
 from pav.results import HostRecord
 
 
+def terraform_env(ctx: RunContext) -> TerraformEnv:
+    assert ctx.env.terraform_dir is not None
+    return TerraformEnv.for_env(ctx.env.name, ctx.env.terraform_dir)
+
+
 def run(ctx: RunContext) -> str:
-    if ctx.env.provisions:
-        raise PavError(f"env {ctx.env.name} provisions through Terraform, which this version cannot run yet")
-    return "static inventory: nothing to provision"
+    if not ctx.env.provisions:
+        return "static inventory: nothing to provision"
+    env = terraform_env(ctx)
+    ctx.results.state_dir = str(env.state)
+    # Recorded before apply: a create that fails midway still leaves resources teardown must destroy.
+    ctx.provisioned["terraform"] = str(env.state)
+    count = ctx.options.hosts or ctx.settings.hosts
+    created = env.apply(count, ctx.settings.ssh_timeout_s)
+    ctx.inventory_file = write_generated(env.inventory_hosts(created), ctx.env.inventory_dir, _inv_dir(ctx))
+    return f"{len(created)} host(s) up: {', '.join(h.name for h in created)} (state in {env.state})"
 
 
 def resolve(ctx: RunContext) -> None:
-    """Hosts for the later stages: the staged static inventory, or what provision wrote."""
+    """Hosts for the later stages: the staged static inventory, or what Terraform's state holds."""
+    if ctx.inventory_file is None and ctx.env.provisions:
+        current = terraform_env(ctx).current_hosts()
+        if not current:
+            if set(ctx.options.stages) <= {"teardown", "report"}:
+                return
+            raise PavError(f"env {ctx.env.name} has no hosts; run with the provision stage first")
+        ctx.inventory_file = write_generated(
+            terraform_env(ctx).inventory_hosts(current), ctx.env.inventory_dir, _inv_dir(ctx)
+        )
     if ctx.inventory_file is None:
         if ctx.env.hosts_file is None:
-            raise PavError(f"env {ctx.env.name} has no hosts yet; run the provision stage first")
-        ctx.inventory_file = stage_inventory(
-            ctx.env.hosts_file, ctx.env.inventory_dir, ctx.run_dir / "inventory"
-        )
+            raise PavError(f"env {ctx.env.name} has no hosts file; pass --inventory FILE")
+        ctx.inventory_file = stage_inventory(ctx.env.hosts_file, ctx.env.inventory_dir, _inv_dir(ctx))
     ctx.hosts = resolve_hosts(ctx.inventory_file, label=ctx.env.hosts_file)
     for host in ctx.hosts:
         ctx.results.hosts.setdefault(host.name, HostRecord(host.name)).address = host.address
+
+
+def _inv_dir(ctx: RunContext) -> Path:
+    return ctx.run_dir / "inventory"

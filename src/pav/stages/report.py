@@ -14,7 +14,12 @@ def judge(ctx: RunContext) -> None:
     for launch in ctx.launches:
         ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, gates.get(launch.test, [])))
     ctx.launches = []  # judged once, even if report runs again after an interrupt
-    ctx.results.verdict = "ERROR" if ctx.results.error else verdict_of(ctx.results.tests)
+    if ctx.results.error:
+        ctx.results.verdict = "ERROR"
+    elif not ctx.wants("validate") and not ctx.results.tests:
+        ctx.results.verdict = "NONE"
+    else:
+        ctx.results.verdict = verdict_of(ctx.results.tests)
 
 
 def write(ctx: RunContext) -> None:

@@ -5,13 +5,17 @@ from __future__ import annotations
 from pav import catalog
 from pav.ansible_exec import run_playbook
 from pav.context import RunContext
-from pav.launches import plan_launches
+from pav.launches import HostView, plan_launches
 from pav.stages.configure import raise_for_hosts, record_hosts
 
 
 def plan(ctx: RunContext) -> None:
-    facts = {name: rec.facts for name, rec in ctx.results.hosts.items()}
-    ctx.launches, skipped = plan_launches(catalog.select(ctx.settings.tests), facts, ctx.settings)
+    views = [
+        HostView(h.name, str(h.vars.get("pav_private_ip", h.address)), ctx.results.hosts[h.name].facts)
+        for h in ctx.hosts
+    ]
+    specs = catalog.select(ctx.settings.tests)
+    ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id)
     ctx.results.tests.extend(skipped)
 
 

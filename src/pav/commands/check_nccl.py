@@ -1,0 +1,106 @@
+"""check-nccl LOG... [--profile NAME] [--json]: grade nccl-tests outputs (stdout logs or -J JSON files).
+
+Exit 0 when every log passes, 1 when any fails, 2 when a file cannot be read or the profile is bad.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pav import paths
+from pav.errors import PavError
+from pav.nccl_tests import record
+from pav.nccl_tests.grade import Gate, Grade, grade, parse_gates, size_label
+from pav.nccl_tests.parse import NcclLog, Placement, Row, read_log
+from pav.thresholds import known_profiles
+from pav.yamlfile import load_mapping
+
+EXIT_PASS, EXIT_FAIL, EXIT_UNREADABLE = 0, 1, 2
+# Bus bandwidth (GB/s) is the number people compare with NVLink and NIC line rates, so the table shows it.
+_TABLE = "   {:>6}  {:<8} {:<6} {:>10} {:>10} {:>8}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="nccl-tests stdout log or -J JSON")
+    parser.add_argument(
+        "--profile", metavar="NAME", help="also gate bus bandwidth: thresholds/NAME.yml's nccl_tests section"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON list (docs/check-nccl.md)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        gates = load_gates(args.profile) if args.profile else {}
+    except PavError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    results = [_check(path, gates) for path in args.logs]
+    records = [record(str(path), log, result) for path, log, result in results]
+    if args.json:
+        print(json.dumps(records, indent=2))
+    else:
+        for (_, log, result), rec in zip(results, records, strict=True):
+            if log is not None:
+                print(render(rec, log, result))
+    return _exit(records)
+
+
+def load_gates(profile: str) -> dict[str, list[Gate]]:
+    path = paths.THRESHOLDS / f"{profile}.yml"
+    if not path.is_file():
+        raise PavError(f"unknown threshold profile '{profile}'; known: {', '.join(known_profiles())}")
+    return parse_gates(load_mapping(path).get("nccl_tests"), str(path))
+
+
+def _check(path: Path, gates: Mapping[str, Sequence[Gate]]) -> tuple[Path, NcclLog | None, Grade]:
+    try:
+        log = read_log(path)
+    except PavError as exc:
+        return path, None, Grade("error", str(exc))
+    return path, log, grade(log, gates)
+
+
+def _exit(records: list[dict[str, Any]]) -> int:
+    unreadable = [r for r in records if r["status"] == "error"]
+    if unreadable:
+        more = f" (and {len(unreadable) - 1} more unreadable)" if len(unreadable) > 1 else ""
+        print(f"error: {unreadable[0]['reason']}{more}; check the path", file=sys.stderr)
+        return EXIT_UNREADABLE
+    return EXIT_FAIL if any(r["status"] != "pass" for r in records) else EXIT_PASS
+
+
+def render(rec: dict[str, Any], log: NcclLog, result: Grade) -> str:
+    hosts = {d.host for d in log.devices}
+    where = f", {_count(len(log.devices), 'rank')} on {_count(len(hosts), 'host')}" if log.devices else ""
+    lines = [
+        f"== {rec['file']}",
+        f"   {log.op or 'unknown collective'}{where}: {result.status.upper()}",
+        f"   {result.reason}",
+    ]
+    if log.rows:
+        lines.append(_TABLE.format("size", "type", "redop", "oop busbw", "ip busbw", "#wrong"))
+        lines += [_row_line(row) for row in log.rows]
+    if log.avg_busbw_gbps is not None:
+        lines.append(f"   avg busbw {log.avg_busbw_gbps:g} GB/s")
+    return "\n".join(lines) + "\n"
+
+
+def _row_line(row: Row) -> str:
+    wrong = "-" if row.wrong is None else str(row.wrong)
+    oop, ip = _bw(row.out_of_place), _bw(row.in_place)
+    return _TABLE.format(size_label(row.size_bytes), row.type, row.redop or "-", oop, ip, wrong)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _bw(placement: Placement | None) -> str:
+    if placement is None or placement.busbw_gbps is None:
+        return "-"
+    return f"{placement.busbw_gbps:.2f}"

@@ -1,0 +1,74 @@
+"""Wait until every new host answers SSH, and pin the host key each one showed (trust on first use)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from pav import interrupts
+from pav.errors import PavError
+from pav.provisioning.hosts import ProvisionedHost
+
+
+@dataclass(frozen=True)
+class PinnedKey:
+    host: ProvisionedHost
+    key_type: str
+    key_b64: str
+
+    def known_hosts_line(self) -> str:
+        h = self.host
+        where = h.public_ip if h.ssh_port == 22 else f"[{h.public_ip}]:{h.ssh_port}"
+        return f"{where} {self.key_type} {self.key_b64}"
+
+
+def wait_and_pin(hosts: list[ProvisionedHost], key: Path, known_hosts: Path, timeout_s: float) -> None:
+    pinned = [_wait_one(h, key, timeout_s) for h in hosts]
+    known_hosts.parent.mkdir(parents=True, exist_ok=True)
+    known_hosts.write_text("".join(p.known_hosts_line() + "\n" for p in pinned))
+
+
+def _wait_one(host: ProvisionedHost, key: Path, timeout_s: float) -> PinnedKey:
+    deadline = time.monotonic() + timeout_s
+    last = "no answer"
+    while time.monotonic() < deadline:
+        interrupts.raise_if_requested()
+        try:
+            return _connect(host, key)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            last = str(exc) or type(exc).__name__
+        time.sleep(1)
+    raise PavError(
+        f"host {host.name} ({host.public_ip}:{host.ssh_port}) did not answer SSH within {timeout_s:.0f}s: "
+        f"{last}; check that it booted and that the port is reachable"
+    )
+
+
+def _connect(host: ProvisionedHost, key: Path) -> PinnedKey:
+    client = paramiko.SSHClient()
+    # The host is new: its key is learned here and pinned for every later connection of the run.
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())  # noqa: S507
+    try:
+        client.connect(
+            host.public_ip,
+            port=host.ssh_port,
+            username=host.ssh_user,
+            key_filename=str(key),
+            timeout=5,
+            banner_timeout=5,
+            auth_timeout=5,
+            allow_agent=False,
+            look_for_keys=False,
+        )
+        _, stdout, _ = client.exec_command("true", timeout=10)
+        stdout.channel.recv_exit_status()
+        server_key = client.get_transport().get_remote_server_key()
+        return PinnedKey(host, server_key.get_name(), server_key.get_base64())
+    except socket.timeout as exc:
+        raise OSError("timed out") from exc
+    finally:
+        client.close()

@@ -1,0 +1,61 @@
+"""Provision and destroy an env through its Terraform root; outputs become the run's inventory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pav.errors import PavError
+from pav.provisioning import sim
+from pav.provisioning.hosts import ProvisionedHost, host_vars, parse_hosts
+from pav.provisioning.ssh import wait_and_pin
+from pav.provisioning.state import state_dir
+from pav.terraform import Terraform
+
+
+@dataclass
+class TerraformEnv:
+    name: str
+    root: Path
+    state: Path
+
+    @classmethod
+    def for_env(cls, name: str, root: Path) -> TerraformEnv:
+        return cls(name, root, state_dir(name))
+
+    @property
+    def terraform(self) -> Terraform:
+        return Terraform(self.root, self.state)
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.state / "known_hosts"
+
+    def variables(self, hosts: int) -> dict[str, Any]:
+        if self.name == "sim":
+            return sim.variables(self.state, hosts)
+        raise PavError(f"env {self.name}: no Terraform variables are defined for it in pav.provisioning")
+
+    def private_key(self) -> Path:
+        return sim.private_key(self.state)
+
+    def apply(self, hosts: int, ssh_timeout_s: float) -> list[ProvisionedHost]:
+        tf = self.terraform
+        tf.init()
+        tf.apply(self.variables(hosts))
+        provisioned = parse_hosts(tf.outputs())
+        wait_and_pin(provisioned, self.private_key(), self.known_hosts, ssh_timeout_s)
+        return provisioned
+
+    def current_hosts(self) -> list[ProvisionedHost]:
+        outputs = self.terraform.outputs()
+        return parse_hosts(outputs) if outputs else []
+
+    def inventory_hosts(self, provisioned: list[ProvisionedHost]) -> dict[str, dict[str, Any]]:
+        return {h.name: host_vars(h, self.private_key(), self.known_hosts) for h in provisioned}
+
+    def destroy(self) -> list[str]:
+        destroyed = self.terraform.destroy()
+        self.known_hosts.unlink(missing_ok=True)
+        return destroyed

@@ -1,0 +1,111 @@
+"""Judging collected results: timeouts, missing ranks, wrong results and gates each give the right status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pav.evaluate import evaluate_launch
+from pav.launches import Launch
+from pav.results import TestResult, verdict_of
+from pav.thresholds import Gate
+
+GATE = Gate("wrong_total", max=0)
+
+
+def launch(scope: str = "host", hosts: tuple[str, ...] = ("h0",), ranks: int = 2) -> Launch:
+    return Launch(
+        "t",
+        "torchrun",
+        scope,
+        60,
+        argv_by_host={h: ["x"] for h in hosts},
+        ranks_by_host=dict.fromkeys(hosts, ranks),
+        members=list(hosts),
+    )
+
+
+def rank(r: int, status: str = "pass", wrong: int = 0, host: str = "h0") -> dict[str, Any]:
+    return {
+        "rank": r,
+        "world_size": 2,
+        "hostname": host,
+        "kind": "collectives",
+        "status": status,
+        "reason": "" if status == "pass" else "broken",
+        "metrics": {"results": [{"op": "all_reduce", "size_bytes": 1024, "busbw_gbps": 1.5, "wrong": wrong}]},
+    }
+
+
+def write_host(run_dir: Path, host: str, rc: int | None, ranks: list[dict[str, Any]]) -> None:
+    d = run_dir / "hosts" / host / "results" / "t"
+    d.mkdir(parents=True)
+    if rc is not None:
+        (d / "launcher.rc").write_text(f"{rc}\n")
+    for r in ranks:
+        (d / f"t.rank{r['rank']}.json").write_text(json.dumps(r))
+
+
+def test_pass(tmp_path: Path) -> None:
+    write_host(tmp_path, "h0", 0, [rank(0), rank(1)])
+    [res] = evaluate_launch(launch(), tmp_path, [GATE])
+    assert (res.status, res.reason) == ("pass", "")
+    assert res.metrics["busbw_gbps"] == {"all_reduce": {"1024": 1.5}}
+    assert res.metrics["rank_hosts"] == {"0": "h0", "1": "h0"}
+
+
+def test_timeout_is_fail(tmp_path: Path) -> None:
+    write_host(tmp_path, "h0", 124, [])
+    [res] = evaluate_launch(launch(), tmp_path, [GATE])
+    assert res.status == "fail" and "timeout after 60s" in res.reason
+
+
+def test_no_result_is_error(tmp_path: Path) -> None:
+    [res] = evaluate_launch(launch(), tmp_path, [GATE])
+    assert res.status == "error" and "no result came back from h0" in res.reason
+
+
+def test_missing_rank_is_error(tmp_path: Path) -> None:
+    write_host(tmp_path, "h0", 1, [rank(0)])
+    [res] = evaluate_launch(launch(), tmp_path, [GATE])
+    assert res.status == "error" and "1 of 2 ranks" in res.reason
+
+
+def test_failed_rank_is_fail_naming_rank(tmp_path: Path) -> None:
+    write_host(tmp_path, "h0", 1, [rank(0), rank(1, "fail", wrong=3)])
+    [res] = evaluate_launch(launch(), tmp_path, [GATE])
+    assert res.status == "fail" and res.reason.startswith("rank 1:")
+
+
+def test_gate_fails_on_wrong_values(tmp_path: Path) -> None:
+    write_host(tmp_path, "h0", 0, [rank(0, wrong=1), rank(1)])
+    [res] = evaluate_launch(launch(), tmp_path, [GATE])
+    assert res.status == "fail" and "wrong_total=1 above the maximum 0" in res.reason
+
+
+def test_unmeasured_gate_fails(tmp_path: Path) -> None:
+    write_host(tmp_path, "h0", 0, [rank(0), rank(1)])
+    [res] = evaluate_launch(launch(), tmp_path, [Gate("busbw_gbps.all_reduce.8589934592", min=100)])
+    assert res.status == "fail" and "not measured" in res.reason
+
+
+def test_cluster_test_merges_hosts_and_names_the_silent_one(tmp_path: Path) -> None:
+    write_host(tmp_path, "h0", 0, [rank(0), rank(1)])
+    write_host(tmp_path, "h1", 0, [rank(2, host="h1"), rank(3, host="h1")])
+    [res] = evaluate_launch(launch("cluster", ("h0", "h1")), tmp_path, [GATE])
+    assert res.status == "pass" and res.hosts == ["h0", "h1"]
+    assert res.metrics["rank_hosts"]["3"] == "h1"
+    (tmp_path / "hosts" / "h1" / "results" / "t" / "launcher.rc").unlink()
+    [res] = evaluate_launch(launch("cluster", ("h0", "h1")), tmp_path, [GATE])
+    assert res.status == "error" and "h1" in res.reason
+
+
+def test_verdict_rules() -> None:
+    def t(status: str) -> TestResult:
+        return TestResult("x", ["h"], status)  # type: ignore[arg-type]
+
+    assert verdict_of([t("pass"), t("skipped")]) == "PASS"
+    assert verdict_of([t("skipped")]) == "FAIL"  # nothing measured is not a pass
+    assert verdict_of([t("pass"), t("error")]) == "FAIL"
+    assert verdict_of([]) == "FAIL"

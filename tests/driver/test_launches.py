@@ -1,0 +1,49 @@
+"""Planning: GPU tests skip on GPU-less hosts, cluster tests span hosts with a c10d rendezvous."""
+
+from __future__ import annotations
+
+from pav import catalog
+from pav.launches import HostView, plan_launches
+from pav.settings import Settings
+
+
+def hosts(n: int, gpus: int = 0) -> list[HostView]:
+    return [HostView(f"h{i}", f"10.0.0.{i + 1}", {"gpu": {"count": gpus}}) for i in range(n)]
+
+
+def test_gpu_tests_skip_without_gpus() -> None:
+    launches, skipped = plan_launches(catalog.select(["torch_nccl_allreduce"]), hosts(2), Settings(), "r")
+    assert launches == []
+    assert [(s.hosts, s.status, s.reason) for s in skipped] == [
+        (["h0"], "skipped", "no GPU"),
+        (["h1"], "skipped", "no GPU"),
+    ]
+
+
+def test_gpu_test_uses_every_gpu() -> None:
+    [launch], _ = plan_launches(catalog.select(["torch_nccl_allreduce"]), hosts(1, gpus=8), Settings(), "r")
+    argv = launch.argv_by_host["h0"]
+    assert argv[argv.index("--nproc_per_node") + 1] == "8"
+    assert launch.ranks_by_host == {"h0": 8}
+
+
+def test_cluster_test_rendezvous_on_first_host() -> None:
+    [launch], _ = plan_launches(catalog.select(["ddp_cpu_train_multi"]), hosts(3), Settings(), "run1")
+    assert launch.members == ["h0", "h1", "h2"]
+    for i, name in enumerate(launch.members):
+        argv = launch.argv_by_host[name]
+        assert argv[argv.index("--rdzv_endpoint") + 1] == "10.0.0.1:29400"
+        assert argv[argv.index("--local-addr") + 1] == f"10.0.0.{i + 1}"
+        assert argv[argv.index("--nnodes") + 1] == "3"
+
+
+def test_cluster_test_needs_two_hosts() -> None:
+    launches, [skip] = plan_launches(catalog.select(["mpi_allreduce"]), hosts(1), Settings(), "r")
+    assert launches == [] and skip.reason == "needs 2 or more hosts"
+
+
+def test_mpirun_starts_on_first_host_only() -> None:
+    [launch], _ = plan_launches(catalog.select(["mpi_allreduce"]), hosts(3), Settings(), "r")
+    assert list(launch.argv_by_host) == ["h0"]
+    argv = launch.argv_by_host["h0"]
+    assert argv[argv.index("-np") + 1] == "6"
