@@ -9,7 +9,6 @@ from pav.catalog import TestSpec
 from pav.results import TestResult
 from pav.settings import Settings
 
-
 # Placeholders the run_tests role fills in per host (where the host keeps its Python and binaries).
 PYTHON, NCCL_TESTS_DIR, MPI_BIN_DIR = "{python}", "{nccl_tests_dir}", "{mpi_bin_dir}"
 
@@ -95,7 +94,8 @@ def _cluster_launch(
     endpoint = f"{hosts[0].address}:{settings.rdzv_port}"
     for host in hosts:
         launch.argv_by_host[host.name] = [
-            PYTHON, "-m", "torch.distributed.run", "--nnodes", str(len(hosts)), "--nproc_per_node", str(procs),
+            PYTHON, "-m", "torch.distributed.run",
+            "--nnodes", str(len(hosts)), "--nproc_per_node", str(procs),
             "--rdzv_backend", "c10d", "--rdzv_endpoint", endpoint, "--rdzv_id", f"{run_id}-{spec.name}",
             # Advertise the address, not the hostname: cluster hosts often cannot resolve each other's names.
             "--local-addr", host.address,

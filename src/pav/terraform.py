@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +92,7 @@ class Terraform:
         return out
 
     @contextmanager
-    def _environment(self):  # noqa: ANN202
+    def _environment(self) -> Iterator[None]:
         cli_config = self.state_dir / "terraformrc"
         cli_config.touch()
         changes = {

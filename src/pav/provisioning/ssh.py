@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +50,7 @@ def _wait_one(host: ProvisionedHost, key: Path, timeout_s: float) -> PinnedKey:
 def _connect(host: ProvisionedHost, key: Path) -> PinnedKey:
     client = paramiko.SSHClient()
     # The host is new: its key is learned here and pinned for every later connection of the run.
-    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())  # noqa: S507
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
     try:
         client.connect(
             host.public_ip,
@@ -68,7 +67,7 @@ def _connect(host: ProvisionedHost, key: Path) -> PinnedKey:
         stdout.channel.recv_exit_status()
         server_key = client.get_transport().get_remote_server_key()
         return PinnedKey(host, server_key.get_name(), server_key.get_base64())
-    except socket.timeout as exc:
+    except TimeoutError as exc:
         raise OSError("timed out") from exc
     finally:
         client.close()
