@@ -1,0 +1,1 @@
+"""Acceptance payload run on each host under torchrun; depends only on torch and the stdlib."""

@@ -1,0 +1,88 @@
+"""Runs one subcommand body so that every rank always leaves a report and a meaningful exit code."""
+
+import argparse
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pav_payload.env import RankInfo
+from pav_payload.report import Report, write_report
+from pav_payload.session import Session
+
+EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
+UNFINISHED = "rank started but did not finish (killed, crashed or hung)"
+
+
+@dataclass
+class Outcome:
+    status: str  # "pass" or "fail"; errors are exceptions
+    reason: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+Body = Callable[[argparse.Namespace, Session], Outcome]
+
+
+class Terminated(Exception):
+    pass
+
+
+def run(kind: str, args: argparse.Namespace, body: Body) -> int:
+    info = RankInfo.from_env()
+    out_dir = Path(args.out)
+    report = Report.begin(args.test_id, kind, info, _params(args))
+    # Written first so that a rank that dies without a Python exception still leaves an "error" behind.
+    report.reason = UNFINISHED
+    write_report(report, out_dir)
+    session = Session(info)
+    try:
+        with _sigterm_raises():
+            outcome = body(args, session)
+        report.finish(outcome.status, outcome.reason, outcome.metrics)
+    except BaseException as exc:  # even KeyboardInterrupt or SystemExit must leave a report
+        traceback.print_exc()
+        report.finish("error", f"{type(exc).__name__}: {exc}", {})
+    if session.device_info is not None:
+        report.set_device(session.device_info)
+    write_report(report, out_dir)
+    session.close(healthy=report.status != "error")
+    _log(report)
+    return EXIT_CODES[report.status]
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    return {key: value for key, value in vars(args).items() if not callable(value)}
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """torchrun SIGTERMs the other ranks when one fails: make that an exception, so the report says so.
+
+    Signals reach Python only between bytecodes: a rank blocked inside a collective keeps its provisional
+    report instead. Outside the body the default action is back, so a late SIGTERM cannot break off the
+    final report half written.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    raise Terminated(f"received {signal.Signals(signum).name}")
+
+
+def _log(report: Report) -> None:
+    detail = f": {report.reason}" if report.reason else ""
+    print(f"pav_payload {report.test_id} rank {report.rank}: {report.status}{detail}", file=sys.stderr)

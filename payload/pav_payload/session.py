@@ -1,0 +1,65 @@
+"""Process-group lifecycle for one rank: join, and leave without stranding the others."""
+
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch.distributed import distributed_c10d
+
+from pav_payload.env import RankInfo
+from pav_payload.runtime import DeviceInfo, describe, resolve_backend, select_device
+
+
+class Session:
+    def __init__(self, info: RankInfo) -> None:
+        self.info = info
+        self.device_info: DeviceInfo | None = None
+        self._distributed = False
+
+    def start_distributed(self, backend_request: str, timeout_s: float) -> torch.device:
+        backend = resolve_backend(backend_request)
+        device = select_device(backend == "nccl", self.info.local_rank)
+        self.device_info = describe(backend, device)
+        options: dict[str, object] = {"timeout": timedelta(seconds=timeout_s)}
+        if device.type == "cuda":
+            # Binds the communicator to this rank's GPU up front instead of guessing at the first collective.
+            options["device_id"] = device
+        if self.info.launched:
+            dist.init_process_group(backend, **options)
+        else:
+            # Started without torchrun: a one-rank group needs no rendezvous, so an in-memory store does.
+            dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, **options)
+        self._distributed = True
+        return device
+
+    def start_local(self) -> torch.device:
+        device = select_device(torch.cuda.is_available(), self.info.local_rank)
+        self.device_info = describe("none", device)
+        return device
+
+    def close(self, healthy: bool) -> None:
+        """Leave the group; ``healthy`` means every rank is expected to reach this point in step."""
+        if not self._distributed:
+            return
+        self._distributed = False
+        if healthy:
+            # Hold every rank until all have written their results: torchrun kills the survivors as soon
+            # as one rank exits non-zero, and a killed rank would lose its report.
+            _best_effort("final barrier", dist.barrier)
+            _best_effort("destroy_process_group", dist.destroy_process_group)
+            return
+        # After an error peers may be stuck in a collective; a NCCL destroy could then wait forever.
+        abort = getattr(distributed_c10d, "_abort_process_group", None)
+        if self.device_info is not None and self.device_info.backend == "nccl" and abort is not None:
+            _best_effort("abort process group", abort)
+        else:
+            _best_effort("destroy_process_group", dist.destroy_process_group)
+
+
+def _best_effort(what: str, action: Callable[[], object]) -> None:
+    try:
+        action()
+    except Exception as exc:  # the report is already written; teardown trouble must not mask it
+        print(f"pav_payload: {what} failed: {exc}", file=sys.stderr)

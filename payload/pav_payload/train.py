@@ -1,0 +1,132 @@
+"""``train`` subcommand: a few optimiser steps that must lower the loss and keep replicas identical."""
+
+import argparse
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from pav_payload.consistency import checksum_spread, param_checksum
+from pav_payload.data import Task, make_task
+from pav_payload.models import DEFAULT_D_MODEL, DEFAULT_LR, ModelConfig, build_model
+from pav_payload.parallel import get_mode
+from pav_payload.runner import Outcome
+from pav_payload.runtime import peak_memory, synchronize
+from pav_payload.session import Session
+from pav_payload.stats import summarize
+
+WARMUP_STEPS = 2
+REQUIRED_LOSS_RATIO = 0.9
+
+
+@dataclass(frozen=True)
+class Setup:
+    model: nn.Module
+    task: Task
+    optimizer: torch.optim.Optimizer
+    device: torch.device
+    rank: int
+    distributed: bool
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    losses: list[float]  # mean over ranks, one per step
+    step_times_s: list[float]  # this rank's, warm-up steps excluded
+
+
+def run_train(args: argparse.Namespace, session: Session) -> Outcome:
+    if args.steps < 2:
+        raise ValueError("--steps must be >= 2 to see the loss move")
+    setup = _setup(args, session)
+    loop = train_loop(setup, args.steps)
+    if args.inject_param_skew == setup.rank:  # test-only fault injection (--inject-param-skew)
+        with torch.no_grad():
+            next(setup.model.parameters()).view(-1)[0] += 1.0
+    checksum = param_checksum(setup.model)
+    spread = checksum_spread(checksum) if setup.distributed else 0
+    metrics = _metrics(args, setup, loop)
+    # In single mode there is nothing to compare against: the spread is 0 by construction.
+    metrics.update(
+        param_checksum=int(checksum.item()), param_checksum_spread=spread, params_identical=spread == 0
+    )
+    reasons = _check(loop.losses[0], loop.losses[-1], spread)
+    return Outcome("fail" if reasons else "pass", "; ".join(reasons), metrics)
+
+
+def _setup(args: argparse.Namespace, session: Session) -> Setup:
+    mode = get_mode(args.mode)
+    if mode.distributed:
+        device = session.start_distributed(args.backend, args.timeout_s)
+        rank = dist.get_rank()
+    else:
+        device, rank = session.start_local(), 0
+    config = ModelConfig(args.model, args.d_model or DEFAULT_D_MODEL[args.model], args.layers, args.seq_len)
+    torch.manual_seed(args.seed)  # same initial weights everywhere, whether or not the mode broadcasts them
+    model = mode.wrap(build_model(config).to(device), device)
+    lr = args.lr if args.lr is not None else DEFAULT_LR[args.model]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    task = make_task(config, args.batch_size, args.seed, rank, device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    return Setup(model, task, optimizer, device, rank, mode.distributed)
+
+
+def train_loop(setup: Setup, steps: int) -> LoopResult:
+    losses, times = [], []
+    for _ in range(steps):
+        batch = setup.task.batch()
+        start = time.perf_counter()
+        setup.optimizer.zero_grad(set_to_none=True)
+        loss = setup.task.loss(setup.model(batch.inputs), batch.targets)
+        loss.backward()
+        setup.optimizer.step()
+        synchronize(setup.device)
+        times.append(time.perf_counter() - start)
+        losses.append(loss.detach())
+    curve = torch.stack(losses).double()
+    # Averaged over ranks once at the end: a collective per step would perturb the step times.
+    if setup.distributed:
+        dist.all_reduce(curve)
+        curve /= dist.get_world_size()
+    timed = times[WARMUP_STEPS:] if steps > WARMUP_STEPS else times
+    return LoopResult(curve.tolist(), timed)
+
+
+def _metrics(args: argparse.Namespace, setup: Setup, loop: LoopResult) -> dict[str, Any]:
+    step_time = summarize(loop.step_times_s)
+    samples_per_s = args.batch_size / step_time.median
+    tokens_per_sample = setup.task.tokens_per_sample
+    memory, memory_source = peak_memory(setup.device)
+    return {
+        "model": args.model,
+        "mode": args.mode,
+        "parameters": sum(param.numel() for param in setup.model.parameters()),
+        "steps": args.steps,
+        "warmup_steps": args.steps - len(loop.step_times_s),
+        "batch_size": args.batch_size,
+        "step_time_s": asdict(step_time),
+        "samples_per_s": samples_per_s,
+        "tokens_per_s": samples_per_s * tokens_per_sample if tokens_per_sample else None,
+        "peak_memory_bytes": memory,
+        "peak_memory_source": memory_source,
+        "loss_first": loop.losses[0],
+        "loss_last": loop.losses[-1],
+        "losses": loop.losses,
+    }
+
+
+def _check(loss_first: float, loss_last: float, spread: int) -> list[str]:
+    reasons = []
+    # Phrased so that a NaN loss fails too.
+    if not loss_last < loss_first * REQUIRED_LOSS_RATIO:
+        reasons.append(
+            f"loss did not fall enough: first {loss_first:.4g}, last {loss_last:.4g} "
+            f"(must end below {REQUIRED_LOSS_RATIO} x first)"
+        )
+    if spread != 0:
+        reasons.append(f"replicas diverged: parameter checksum spread {spread}")
+    return reasons

@@ -1,0 +1,255 @@
+"""The payload run for real: torchrun with two CPU ranks on gloo, plus unit tests of its arithmetic."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
+sys.path.insert(0, str(PAYLOAD))
+
+from pav_payload.bandwidth import OPS, algbw_gbps, bus_factor  # noqa: E402
+from pav_payload.sizes import parse_size, parse_sizes  # noqa: E402
+
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+NPROC = 2
+TOP_LEVEL_KEYS = {
+    "schema_version",
+    "test_id",
+    "kind",
+    "rank",
+    "world_size",
+    "local_rank",
+    "local_world_size",
+    "node_rank",
+    "hostname",
+    "backend",
+    "device",
+    "device_name",
+    "torch_version",
+    "nccl_version",
+    "status",
+    "reason",
+    "started",
+    "ended",
+    "metrics",
+    "params",
+}
+RESULT_KEYS = {
+    "op",
+    "size_bytes",
+    "count",
+    "dtype",
+    "time_us",
+    "algbw_gbps",
+    "busbw_gbps",
+    "wrong",
+    "skipped",
+}
+
+Reports = list[dict[str, Any]]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PAYLOAD), env.get("PYTHONPATH")]))
+    env["OMP_NUM_THREADS"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _run(argv: list[str], out: Path) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [*argv, "--out", str(out)], env=_env(), capture_output=True, text=True, timeout=120, check=False
+    )
+    # Shown by pytest only when a test fails.
+    print(proc.stdout, proc.stderr, sep="\n")
+    return proc
+
+
+def torchrun(out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Reports]:
+    launcher = [str(TORCHRUN), "--standalone", f"--nproc_per_node={NPROC}", "-m", "pav_payload"]
+    proc = _run([*launcher, *args], out)
+    return proc, [_load(out, args, rank) for rank in range(NPROC)]
+
+
+def python_m(out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = _run([sys.executable, "-m", "pav_payload", *args], out)
+    return proc, _load(out, args, 0)
+
+
+def _load(out: Path, args: tuple[str, ...], rank: int) -> dict[str, Any]:
+    test_id = args[args.index("--test-id") + 1] if "--test-id" in args else args[0]
+    return json.loads((out / f"{test_id}.rank{rank}.json").read_text())
+
+
+# --- unit tests -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1", 1), ("1K", 1024), ("64k", 65536), ("1M", 1 << 20), ("2G", 2 << 30), (" 3KiB ", 3072), ("8B", 8)],
+)
+def test_parse_size(text: str, expected: int) -> None:
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "K", "1T", "-1", "0", "1.5M", "abc"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+def test_parse_sizes_list() -> None:
+    assert parse_sizes("1K, 64K,1M") == [1024, 65536, 1 << 20]
+
+
+@pytest.mark.parametrize(
+    ("op", "n", "factor"),
+    [
+        ("all_reduce", 2, 1.0),
+        ("all_reduce", 8, 1.75),
+        ("all_reduce", 1, 0.0),
+        ("all_gather", 4, 0.75),
+        ("reduce_scatter", 8, 0.875),
+        ("all_to_all", 2, 0.5),
+        ("broadcast", 16, 1.0),
+        ("send_recv", 2, 1.0),
+    ],
+)
+def test_bus_factor(op: str, n: int, factor: float) -> None:
+    assert bus_factor(op, n) == pytest.approx(factor)
+
+
+def test_bus_factor_rejects_unknown_op() -> None:
+    with pytest.raises(ValueError):
+        bus_factor("all_sum", 2)
+
+
+def test_algbw_units() -> None:
+    # 1e9 bytes in one second is 1 GB/s (decimal, as nccl-tests).
+    assert algbw_gbps(10**9, 1e6) == pytest.approx(1.0)
+
+
+# --- collectives ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def collectives(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Reports]:
+    out = tmp_path_factory.mktemp("collectives")
+    return torchrun(
+        out, "collectives", "--ops", ",".join(OPS), "--sizes", "1K,64K,6", "--warmup", "1", "--iters", "3"
+    )
+
+
+def test_collectives_all_ops_pass(collectives: tuple[subprocess.CompletedProcess[str], Reports]) -> None:
+    proc, reports = collectives
+    assert proc.returncode == 0
+    for rank, report in enumerate(reports):
+        assert set(report) == TOP_LEVEL_KEYS
+        assert (report["status"], report["reason"], report["kind"]) == ("pass", "", "collectives")
+        assert (report["rank"], report["world_size"], report["backend"], report["device"]) == (
+            rank,
+            2,
+            "gloo",
+            "cpu",
+        )
+        assert report["schema_version"] == 1 and report["nccl_version"] is None
+        results = report["metrics"]["results"]
+        assert [r["op"] for r in results] == [op for op in OPS for _ in range(3)]
+        for result in results:
+            assert set(result) == RESULT_KEYS
+            assert result["wrong"] == 0 and result["skipped"] == ""
+            times = result["time_us"]
+            assert 0 < times["min"] <= times["median"] <= times["max"]
+
+
+def test_collectives_sizes_follow_nccl_tests(
+    collectives: tuple[subprocess.CompletedProcess[str], Reports],
+) -> None:
+    _, reports = collectives
+    for result in reports[0]["metrics"]["results"]:
+        assert result["size_bytes"] == result["count"] * 4  # float32
+        if result["op"] in ("all_gather", "reduce_scatter", "all_to_all"):
+            assert result["count"] % NPROC == 0  # whole blocks per rank
+    sizes = {(r["op"], r["size_bytes"]) for r in reports[0]["metrics"]["results"]}
+    assert ("all_gather", 1024) in sizes and ("all_reduce", 4) in sizes and ("all_gather", 8) in sizes
+
+
+def test_collectives_busbw_factors(collectives: tuple[subprocess.CompletedProcess[str], Reports]) -> None:
+    _, reports = collectives
+    expected = {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5, "all_to_all": 0.5}
+    for result in reports[1]["metrics"]["results"]:
+        factor = result["busbw_gbps"] / result["algbw_gbps"]
+        assert factor == pytest.approx(expected.get(result["op"], 1.0))
+        algbw = result["size_bytes"] / (result["time_us"]["median"] * 1e-6) / 1e9
+        assert result["algbw_gbps"] == pytest.approx(algbw)
+
+
+def test_collectives_wrong_result_fails(tmp_path: Path) -> None:
+    proc, reports = torchrun(tmp_path, "collectives", "--ops", "all_reduce,all_to_all", "--inject-wrong", "1")
+    assert proc.returncode != 0
+    healthy, corrupted = reports
+    assert healthy["status"] == "pass"
+    assert corrupted["status"] == "fail" and "wrong results in 6 of 6 checks" in corrupted["reason"]
+    assert all(r["wrong"] == 1 for r in corrupted["metrics"]["results"])
+
+
+def test_error_leaves_report_and_exit_2(tmp_path: Path) -> None:
+    # bfloat16 is refused on CPU after the (one-rank, storeless) process group is up: the error path
+    # must still tear down and report.
+    proc, report = python_m(tmp_path, "collectives", "--dtype", "bfloat16")
+    assert proc.returncode == 2
+    assert report["status"] == "error" and "bfloat16" in report["reason"]
+    assert report["backend"] == "gloo" and report["world_size"] == 1 and report["ended"]
+
+
+# --- train ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["mlp", "transformer"])
+def test_train_ddp_learns(tmp_path: Path, model: str) -> None:
+    args = ["train", "--model", model, "--steps", "6", "--seq-len", "32", "--batch-size", "16"]
+    proc, reports = torchrun(tmp_path, *args)
+    assert proc.returncode == 0
+    for report in reports:
+        assert set(report) == TOP_LEVEL_KEYS
+        assert (report["status"], report["kind"], report["backend"]) == ("pass", "train", "gloo")
+        metrics = report["metrics"]
+        assert metrics["loss_last"] < 0.9 * metrics["loss_first"]
+        assert metrics["param_checksum_spread"] == 0 and metrics["params_identical"] is True
+        assert metrics["samples_per_s"] > 0 and metrics["peak_memory_bytes"] > 0
+        assert metrics["warmup_steps"] == 2 and len(metrics["losses"]) == 6
+        assert (metrics["tokens_per_s"] is None) == (model == "mlp")
+    # The curve is averaged over ranks, and replicas hold the same weights.
+    assert reports[0]["metrics"]["losses"] == reports[1]["metrics"]["losses"]
+    assert reports[0]["metrics"]["param_checksum"] == reports[1]["metrics"]["param_checksum"]
+
+
+def test_train_diverged_replicas_fail(tmp_path: Path) -> None:
+    proc, reports = torchrun(tmp_path, "train", "--steps", "3", "--inject-param-skew", "1")
+    assert proc.returncode != 0
+    for report in reports:
+        assert report["status"] == "fail" and "replicas diverged" in report["reason"]
+        assert (
+            report["metrics"]["param_checksum_spread"] != 0 and report["metrics"]["params_identical"] is False
+        )
+
+
+def test_train_single_without_torchrun(tmp_path: Path) -> None:
+    proc, report = python_m(tmp_path, "train", "--mode", "single", "--steps", "6", "--test-id", "solo")
+    assert proc.returncode == 0
+    assert report["status"] == "pass" and report["test_id"] == "solo"
+    assert report["backend"] == "none" and report["world_size"] == 1
+    assert not math.isnan(report["metrics"]["loss_last"])
+
+
+def test_train_that_does_not_learn_fails(tmp_path: Path) -> None:
+    proc, report = python_m(tmp_path, "train", "--mode", "single", "--steps", "3", "--lr", "0")
+    assert proc.returncode == 1
+    assert report["status"] == "fail" and "loss did not fall" in report["reason"]
