@@ -15,8 +15,8 @@ from pav.errors import PavError
 from pav.progress import Progress
 from pav.tools import require_tool
 
-# Host facts roles set for the driver: preflight's facts and torch_payload's torch probe.
-FACT_KEYS = ("preflight_facts", "torch_payload_info")
+# Host facts roles set for the driver (each role's "Record ..." task).
+FACT_KEYS = ("preflight_facts", "torch_payload_info", "nccl_tests_info", "mpi_info")
 
 
 @dataclass

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pav import interrupts, plan, rundir
+from pav import catalog, interrupts, plan, rundir
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the plan of stages, hosts and tests; change nothing"
     )
     p.add_argument("--hosts", type=int, help="how many hosts an env that provisions creates")
+    p.add_argument("--tests", help="comma list of tests to run instead of the env's pav_tests")
     tuning = p.add_mutually_exclusive_group()
     tuning.add_argument(
         "--apply-tuning",
@@ -74,6 +75,9 @@ def make_context(args: argparse.Namespace) -> RunContext:
         apply_tuning=args.apply_tuning,
     )
     settings = load_settings(env.inventory_dir)
+    if args.tests:
+        settings.tests = [t.strip() for t in args.tests.split(",") if t.strip()]
+    catalog.select(settings.tests)  # unknown names fail here, before anything is provisioned
     run_id = rundir.new_run_id(env.name)
     run_dir = args.run_dir or rundir.default_run_dir(run_id)
     results = RunResults(
@@ -107,10 +111,28 @@ def run(argv: list[str]) -> int:
     return code
 
 
+def check_nccl(argv: list[str]) -> int:
+    from pav.commands import check_nccl as command
+
+    parser = argparse.ArgumentParser(
+        prog="provision-and-validate check-nccl",
+        description="Grade nccl-tests outputs (stdout logs or -J JSON) from any cluster.",
+        epilog="exit: 0 every log passes, 1 any fails, 2 a file cannot be read; JSON: docs/check-nccl.md",
+    )
+    command.add_arguments(parser)
+    return command.run(parser.parse_args(argv))
+
+
+SUBCOMMANDS = {"check-nccl": check_nccl}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
     interrupts.install()
     try:
-        return run(sys.argv[1:] if argv is None else argv)
+        return run(argv)
     except PavError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -3,25 +3,40 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pav.launches import Launch
+from pav.nccl_tests import record as nccl_record
+from pav.nccl_tests.grade import Gate as NcclGate
+from pav.nccl_tests.grade import grade as nccl_grade
+from pav.nccl_tests.parse import op_from_name, parse_text
 from pav.results import TestResult
 from pav.thresholds import Gate
 
 TIMEOUT_RCS = {124, 137}
 
 
-def evaluate_launch(launch: Launch, run_dir: Path, gates: list[Gate]) -> list[TestResult]:
+NcclGates = Mapping[str, Sequence[NcclGate]]
+
+
+def evaluate_launch(
+    launch: Launch, run_dir: Path, gates: list[Gate], nccl_gates: NcclGates | None = None
+) -> list[TestResult]:
     """Host-scope tests get a result per host; a cluster test gets one result spanning its members."""
     if launch.scope == "cluster":
-        return [evaluate_group(launch, launch.hosts, launch.members, run_dir, gates)]
-    return [evaluate_group(launch, [host], [host], run_dir, gates) for host in launch.hosts]
+        return [evaluate_group(launch, launch.hosts, launch.members, run_dir, gates, nccl_gates)]
+    return [evaluate_group(launch, [h], [h], run_dir, gates, nccl_gates) for h in launch.hosts]
 
 
 def evaluate_group(
-    launch: Launch, launch_hosts: list[str], members: list[str], run_dir: Path, gates: list[Gate]
+    launch: Launch,
+    launch_hosts: list[str],
+    members: list[str],
+    run_dir: Path,
+    gates: list[Gate],
+    nccl_gates: NcclGates | None = None,
 ) -> TestResult:
     result = TestResult(launch.test, members, "error", threshold={"gates": [g.describe() for g in gates]})
     dirs = {h: run_dir / "hosts" / h / "results" / launch.test for h in launch_hosts}
@@ -38,6 +53,9 @@ def evaluate_group(
         result.status = "fail"
         result.reason = f"timeout after {launch.timeout_s}s on {', '.join(timed_out)}; killed on the host"
         return result
+    if launch.launcher == "nccl_tests":
+        argv0 = launch.argv_by_host[launch_hosts[0]][0]
+        return _judge_nccl_tests(result, rcs, dirs, nccl_gates or {}, argv0)
     ranks = [rank for d in dirs.values() for rank in _read_ranks(d)]
     expected = sum(launch.ranks_by_host.get(h, 0) for h in launch_hosts)
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
@@ -74,6 +92,39 @@ def _judge_ranks(
     result.status = "fail" if failures else "pass"
     result.reason = "; ".join(failures)
     return result
+
+
+def _judge_nccl_tests(
+    result: TestResult, rcs: dict[str, int | None], dirs: dict[str, Path], gates: NcclGates, launch_argv0: str
+) -> TestResult:
+    """nccl-tests' own output is the result: parsed and graded like check-nccl grades a log."""
+    host, test_dir = next(iter(dirs.items()))
+    log_path = test_dir / "launcher.log"
+    log = parse_text(log_path.read_text(errors="replace"), str(log_path)) if log_path.is_file() else None
+    if log is None:
+        result.reason = f"no nccl-tests output came back from {host}"
+        return result
+    if log.op is None:  # older nccl-tests name the collective only in the binary's name
+        log.op = op_from_name(Path(launch_argv0).name)
+    grade = nccl_grade(log, gates)
+    rec = nccl_record(str(log_path), log, grade)
+    result.metrics = {
+        "op": rec["op"],
+        "avg_busbw_gbps": rec["avg_busbw_gbps"],
+        "busbw_gbps": {str(r["size_bytes"]): _busbw(r) for r in rec["rows"]},
+        "wrong_total": sum(r["wrong"] or 0 for r in rec["rows"]),
+    }
+    result.threshold = {"nccl_tests": [vars(g) for g in gates.get(log.op or "", [])]}
+    rc = rcs[host]
+    if grade.status == "pass" and rc != 0:
+        result.status, result.reason = "fail", f"nccl-tests exited {rc}; see {_log(test_dir)}"
+        return result
+    result.status, result.reason = grade.status, "" if grade.status == "pass" else grade.reason
+    return result
+
+
+def _busbw(row: dict[str, Any]) -> float | None:
+    return (row["out_of_place"] or {}).get("busbw_gbps")
 
 
 def summarize(ranks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -57,17 +57,32 @@ def plan_launches(
             continue
         launch = Launch(spec.name, spec.launcher, spec.scope, settings.test_timeout_s)
         for host in hosts:
-            reason = "no GPU" if spec.needs_gpu and host.gpus == 0 else ""
-            if reason:
-                skipped.append(TestResult(spec.name, [host.name], "skipped", reason))
+            argv = _host_plan(spec, host, settings)
+            if isinstance(argv, TestResult):
+                skipped.append(argv)
                 continue
             procs = host.gpus if spec.needs_gpu else settings.cpu_procs_per_host
-            launch.argv_by_host[host.name] = _host_argv(spec, procs)
+            launch.argv_by_host[host.name] = argv
             launch.ranks_by_host[host.name] = procs
             launch.members.append(host.name)
         if launch.argv_by_host:
             launches.append(launch)
     return launches, skipped
+
+
+def _host_plan(spec: TestSpec, host: HostView, settings: Settings) -> list[str] | TestResult:
+    """The argv this host runs for a host-scope test, or the result that stands in for running it."""
+    if spec.needs_gpu and host.gpus == 0:
+        return TestResult(spec.name, [host.name], "skipped", "no GPU")
+    procs = host.gpus if spec.needs_gpu else settings.cpu_procs_per_host
+    argv = _host_argv(spec, procs)
+    if spec.launcher == "nccl_tests":
+        found = host.facts.get("nccl_tests", {})
+        if not found.get("available"):
+            reason = found.get("reason") or "the configure stage did not install it"
+            return TestResult(spec.name, [host.name], "error", f"nccl-tests unavailable: {reason}")
+        argv = [a.replace(NCCL_TESTS_DIR, found["bin_dir"]) for a in argv]
+    return argv
 
 
 def _cluster_launch(

@@ -41,11 +41,11 @@ def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
 
 
 def save_facts(ctx: RunContext, outcome: PlaybookOutcome) -> None:
-    """preflight_facts plus torch_payload_info (as "torch"), saved as hosts/NAME/facts.json."""
+    """preflight_facts plus what the other roles recorded, saved as hosts/NAME/facts.json."""
+    extras = {"torch_payload_info": "torch", "nccl_tests_info": "nccl_tests", "mpi_info": "mpi"}
     for name, found in outcome.facts.items():
         facts = dict(found.get("preflight_facts", {}))
-        if "torch_payload_info" in found:
-            facts["torch"] = found["torch_payload_info"]
+        facts.update({short: found[key] for key, short in extras.items() if key in found})
         path = ctx.run_dir / "hosts" / name / "facts.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(facts, indent=2) + "\n")

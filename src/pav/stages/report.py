@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pav.commands.check_nccl import load_gates
 from pav.context import RunContext
 from pav.evaluate import evaluate_launch
 from pav.reporting import junit, summary
@@ -11,8 +12,10 @@ from pav.thresholds import load_profile
 
 def judge(ctx: RunContext) -> None:
     gates = load_profile(ctx.settings.threshold_profile)
+    nccl_gates = load_gates(ctx.settings.threshold_profile)
     for launch in ctx.launches:
-        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, gates.get(launch.test, [])))
+        found = evaluate_launch(launch, ctx.run_dir, gates.get(launch.test, []), nccl_gates)
+        ctx.results.tests.extend(found)
     ctx.launches = []  # judged once, even if report runs again after an interrupt
     if ctx.results.error:
         ctx.results.verdict = "ERROR"

@@ -1,0 +1,1 @@
+"""User subcommands beside the main run (check-nccl, ...)."""
