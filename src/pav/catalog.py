@@ -12,6 +12,11 @@ Launcher = Literal["torchrun", "nccl_tests", "mpirun"]
 
 # nccl-tests sizes from the field's habits: 512M to 8G by factor 2.
 BIG_SIZES = "512M,1G,2G,4G,8G"
+# A transformer big enough that GPU throughput, not launch overhead, sets tokens/s.
+GPU_MODEL = ("--model", "transformer", "--d-model", "1024", "--layers", "8", "--seq-len", "1024",
+             "--batch-size", "8", "--steps", "30")  # fmt: skip
+OTHER_OPS = "all_gather,reduce_scatter,all_to_all,broadcast,send_recv"
+NCCL_TESTS_SWEEP = ("-b", "512M", "-e", "8G", "-f", "2")
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,7 @@ class TestSpec:
     scope: Scope
     needs_gpu: bool
     args: tuple[str, ...] = field(default_factory=tuple)
+    procs: int | None = None  # processes per host; None: every GPU (GPU tests) or pav_cpu_procs_per_host
 
 
 CATALOG: dict[str, TestSpec] = {
@@ -84,12 +90,40 @@ CATALOG: dict[str, TestSpec] = {
             ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
         ),
         TestSpec(
-            "nccl_tests_all_reduce",
-            "nccl-tests all_reduce_perf over all GPUs of each host, 512M-8G",
-            "nccl_tests",
+            "torch_nccl_collectives",
+            "torch NCCL all_gather, reduce_scatter, all_to_all, broadcast, send_recv over all GPUs, 512M-8G",
+            "torchrun",
             "host",
             True,
-            ("all_reduce_perf", "-b", "512M", "-e", "8G", "-f", "2"),
+            ("collectives", "--backend", "nccl", "--ops", OTHER_OPS, "--sizes", BIG_SIZES),
+        ),
+        TestSpec(
+            "train_gpu_single",
+            "1-GPU baseline: a transformer on synthetic tokens, tokens/s",
+            "torchrun",
+            "host",
+            True,
+            ("train", "--mode", "single", *GPU_MODEL),
+            procs=1,
+        ),
+        TestSpec(
+            "train_gpu_ddp",
+            "DDP of the same transformer over all GPUs of a host: tokens/s/GPU and scaling vs 1 GPU",
+            "torchrun",
+            "host",
+            True,
+            ("train", "--mode", "ddp", *GPU_MODEL),
+        ),
+        *(
+            TestSpec(
+                f"nccl_tests_{op}",
+                f"nccl-tests {op}_perf over all GPUs of each host, 512M-8G",
+                "nccl_tests",
+                "host",
+                True,
+                (f"{op}_perf", *NCCL_TESTS_SWEEP),
+            )
+            for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
         ),
     )
 }

@@ -12,6 +12,7 @@ from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.results import RunResults
 from pav.settings import load_settings
+from pav.thresholds import profile_path
 
 EXIT_HELP = (
     "exit codes: 0 PASS, 1 FAIL, 2 could not run (bad input, unreachable host, missing tool), "
@@ -77,7 +78,10 @@ def make_context(args: argparse.Namespace) -> RunContext:
     settings = load_settings(env.inventory_dir)
     if args.tests:
         settings.tests = [t.strip() for t in args.tests.split(",") if t.strip()]
-    catalog.select(settings.tests)  # unknown names fail here, before anything is provisioned
+    # Unknown tests or profiles fail here, before anything is provisioned.
+    catalog.select(settings.tests)
+    if settings.threshold_profile != "auto":
+        profile_path(settings.threshold_profile)
     run_id = rundir.new_run_id(env.name)
     run_dir = args.run_dir or rundir.default_run_dir(run_id)
     results = RunResults(

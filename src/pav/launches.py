@@ -61,8 +61,8 @@ def plan_launches(
             if isinstance(argv, TestResult):
                 skipped.append(argv)
                 continue
-            procs = host.gpus if spec.needs_gpu else settings.cpu_procs_per_host
             launch.argv_by_host[host.name] = argv
+            procs = _procs(spec, host, settings)
             launch.ranks_by_host[host.name] = procs
             launch.members.append(host.name)
         if launch.argv_by_host:
@@ -70,12 +70,17 @@ def plan_launches(
     return launches, skipped
 
 
+def _procs(spec: TestSpec, host: HostView, settings: Settings) -> int:
+    if spec.procs is not None:
+        return spec.procs
+    return host.gpus if spec.needs_gpu else settings.cpu_procs_per_host
+
+
 def _host_plan(spec: TestSpec, host: HostView, settings: Settings) -> list[str] | TestResult:
     """The argv this host runs for a host-scope test, or the result that stands in for running it."""
     if spec.needs_gpu and host.gpus == 0:
         return TestResult(spec.name, [host.name], "skipped", "no GPU")
-    procs = host.gpus if spec.needs_gpu else settings.cpu_procs_per_host
-    argv = _host_argv(spec, procs)
+    argv = _host_argv(spec, _procs(spec, host, settings))
     if spec.launcher == "nccl_tests":
         found = host.facts.get("nccl_tests", {})
         if not found.get("available"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pav import paths
@@ -47,16 +48,40 @@ def known_profiles() -> list[str]:
     return sorted(p.stem for p in paths.THRESHOLDS.glob("*.yml"))
 
 
-def load_profile(name: str) -> dict[str, list[Gate]]:
+# pav_threshold_profile: auto picks by the GPUs preflight found: (name contains, GPUs per host, profile).
+AUTO = (("H100", 8, "h100-sxm-8gpu"), ("H200", 8, "h200-sxm-8gpu"), ("H200", 2, "h200-2gpu"))
+AUTO_UNKNOWN_GPU = "gpu-correctness"
+
+
+def auto_profile(host_facts: list[dict[str, Any]]) -> str:
+    gpu_hosts = [f["gpu"] for f in host_facts if int(f.get("gpu", {}).get("count", 0) or 0) > 0]
+    if not gpu_hosts:
+        return "cpu"
+    first = gpu_hosts[0]
+    name = str((first.get("devices") or [["", ""]])[0][1])
+    for needle, count, profile in AUTO:
+        if needle in name and int(first["count"]) == count:
+            return profile
+    return AUTO_UNKNOWN_GPU
+
+
+def profile_path(name: str) -> Path:
     path = paths.THRESHOLDS / f"{name}.yml"
     if not path.is_file():
         known = ", ".join(known_profiles())
-        raise PavError(f"unknown threshold profile '{name}'; known: {known} (set pav_threshold_profile)")
+        raise PavError(f"unknown threshold profile '{name}'; known: auto, {known}; fix pav_threshold_profile")
+    return path
+
+
+def load_profile(name: str) -> dict[str, list[Gate]]:
+    """A profile's gates per test. `extends: BASE` starts from BASE's; a test listed here replaces BASE's."""
+    path = profile_path(name)
     data = load_mapping(path)
+    base = load_profile(str(data["extends"])) if data.get("extends") else {}
     tests = data.get("tests") or {}
     if not isinstance(tests, dict):
         raise PavError(f"{path}: 'tests' must map test names to lists of gates")
-    return {name: [_gate(path, name, g) for g in gates or []] for name, gates in tests.items()}
+    return base | {test: [_gate(path, test, g) for g in gates or []] for test, gates in tests.items()}
 
 
 def _gate(path: Any, test: str, raw: Any) -> Gate:

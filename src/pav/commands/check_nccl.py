@@ -12,12 +12,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pav import paths
 from pav.errors import PavError
 from pav.nccl_tests import record
 from pav.nccl_tests.grade import Gate, Grade, grade, parse_gates, size_label
 from pav.nccl_tests.parse import NcclLog, Placement, Row, read_log
-from pav.thresholds import known_profiles
+from pav.thresholds import profile_path
 from pav.yamlfile import load_mapping
 
 EXIT_PASS, EXIT_FAIL, EXIT_UNREADABLE = 0, 1, 2
@@ -51,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def load_gates(profile: str) -> dict[str, list[Gate]]:
-    path = paths.THRESHOLDS / f"{profile}.yml"
-    if not path.is_file():
-        raise PavError(f"unknown threshold profile '{profile}'; known: {', '.join(known_profiles())}")
-    return parse_gates(load_mapping(path).get("nccl_tests"), str(path))
+    """The profile's nccl_tests section, on top of the one of the profile it extends."""
+    path = profile_path(profile)
+    data = load_mapping(path)
+    base = load_gates(str(data["extends"])) if data.get("extends") else {}
+    return base | parse_gates(data.get("nccl_tests"), str(path))
 
 
 def _check(path: Path, gates: Mapping[str, Sequence[Gate]]) -> tuple[Path, NcclLog | None, Grade]:

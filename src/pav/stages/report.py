@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from pav.commands.check_nccl import load_gates
 from pav.context import RunContext
+from pav.derive import add_scaling, split_gates
 from pav.evaluate import evaluate_launch
 from pav.reporting import junit, summary
 from pav.results import utc_now, verdict_of
-from pav.thresholds import load_profile
+from pav.thresholds import Gate, auto_profile, load_profile
 
 
 def judge(ctx: RunContext) -> None:
-    gates = load_profile(ctx.settings.threshold_profile)
-    nccl_gates = load_gates(ctx.settings.threshold_profile)
+    profile = ctx.settings.threshold_profile
+    if profile == "auto":
+        profile = auto_profile([h.facts for h in ctx.results.hosts.values()])
+    ctx.results.threshold_profile = profile
+    gates, nccl_gates = load_profile(profile), load_gates(profile)
+    derived: dict[str, list[Gate]] = {}
     for launch in ctx.launches:
-        found = evaluate_launch(launch, ctx.run_dir, gates.get(launch.test, []), nccl_gates)
-        ctx.results.tests.extend(found)
+        measured, derived[launch.test] = split_gates(gates.get(launch.test, []))
+        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, measured, nccl_gates))
+    add_scaling(ctx.results.tests, derived)
     ctx.launches = []  # judged once, even if report runs again after an interrupt
     if ctx.results.error:
         ctx.results.verdict = "ERROR"

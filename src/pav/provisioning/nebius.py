@@ -1,0 +1,290 @@
+"""Nebius envs (terraform/envs/nebius-*): credentials from the environment only, the user's values from a
+file, and every node's cloud-init seen finished over the pinned host keys before Ansible starts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import paramiko
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from pav import interrupts, paths
+from pav.errors import PavError
+from pav.provisioning.hosts import ProvisionedHost
+from pav.yamlfile import load_mapping
+
+TOKEN = "NEBIUS_IAM_TOKEN"  # read by the provider itself
+# The provider has no default names for these: the env roots' provider block names them (*_env).
+SERVICE_ACCOUNT = ("NEBIUS_SERVICE_ACCOUNT_ID", "NEBIUS_PUBLIC_KEY_ID", "NEBIUS_PRIVATE_KEY_FILE")
+_SA_HINT = {
+    "NEBIUS_SERVICE_ACCOUNT_ID": "the service account's ID, serviceaccount-...",
+    "NEBIUS_PUBLIC_KEY_ID": "its authorized key's ID, publickey-...",
+    "NEBIUS_PRIVATE_KEY_FILE": "the path of that key's private PEM file",
+}
+_TOKEN_HOW = f"export {TOKEN}=$(nebius iam get-access-token)"
+
+DEFAULT_LIFETIME_HOURS = 12
+# Keys a user may set in the values file, with their YAML types. Everything else is refused, so a typo
+# fails here instead of being dropped by Terraform with a warning.
+USER_KEYS: dict[str, type] = {
+    "parent_id": str,
+    "infiniband_fabric": str,
+    "subnet_id": str,
+    "preset": str,
+    "name_prefix": str,
+    "boot_image_family": str,
+    "boot_image_parent_id": str,
+    "boot_disk_size_gib": int,
+    "boot_disk_type": str,
+    "public_ip": bool,
+    "ssh_user": str,
+    "shared_filesystem_size_gib": int,
+    "shared_filesystem_type": str,
+    "shared_filesystem_mount": str,
+    "labels": dict,
+    "max_lifetime_hours": int,
+}
+REQUIRED_KEYS = ("parent_id",)
+DRIVER_KEYS = ("node_count", "ssh_public_key", "run_id", "nebius_auth")
+
+
+@dataclass(frozen=True)
+class CredentialSet:
+    auth: str  # the env root's nebius_auth value
+    variables: tuple[str, ...]
+    how: str
+
+
+def required_environment() -> tuple[CredentialSet, ...]:
+    """Either set is enough; the token wins when both are there, as in the provider."""
+    return (
+        CredentialSet("token", (TOKEN,), _TOKEN_HOW),
+        CredentialSet("service_account", SERVICE_ACCOUNT, "an authorized key of a service account"),
+    )
+
+
+def check_credentials(env: Mapping[str, str]) -> None:
+    auth_mode(env)
+
+
+def auth_mode(env: Mapping[str, str]) -> str:
+    """Which credential set the environment holds: raises naming exactly what is missing."""
+    if env.get(TOKEN, "").strip():
+        return "token"
+    missing = [name for name in SERVICE_ACCOUNT if not env.get(name, "").strip()]
+    if len(missing) == len(SERVICE_ACCOUNT):
+        raise PavError(
+            f"no Nebius credentials: {TOKEN} is not set; {_TOKEN_HOW}, or set "
+            f"{', '.join(SERVICE_ACCOUNT)} for a service account"
+        )
+    if missing:
+        hints = "; ".join(f"{name}: {_SA_HINT[name]}" for name in missing)
+        raise PavError(
+            f"Nebius service account credentials incomplete: {' and '.join(missing)} not set ({hints}); "
+            f"set {'them' if len(missing) > 1 else 'it'}, or use {TOKEN} instead"
+        )
+    key_file = Path(env["NEBIUS_PRIVATE_KEY_FILE"])
+    if not key_file.is_file() or not os.access(key_file, os.R_OK):
+        raise PavError(
+            f"NEBIUS_PRIVATE_KEY_FILE={key_file}: no readable file there; "
+            "point it at the private PEM file of the service account's authorized key"
+        )
+    return "service_account"
+
+
+def tfvars_path(env_name: str, env: Mapping[str, str]) -> Path:
+    explicit = env.get("PAV_TFVARS")
+    return Path(explicit) if explicit else paths.INVENTORIES / env_name / "terraform.yml"
+
+
+def variables(
+    state_dir: Path,
+    env_name: str,
+    hosts: int,
+    tfvars_file: Path | None = None,
+    *,
+    run_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The env root's variables: the user's values, plus what the driver owns. Never a credential."""
+    env = os.environ if environ is None else environ
+    if not 1 <= hosts <= 64:
+        raise PavError(f"--hosts {hosts}: a Nebius env makes 1 to 64 nodes")
+    path = tfvars_file or tfvars_path(env_name, env)
+    user = load_user_values(path, env_name)
+    _refuse_secrets(user, path, env)
+    digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()
+    return {
+        # Two state dirs in one project must not collide on names (VMs, disks, networks).
+        "name_prefix": f"pav-{digest[:6]}",
+        "max_lifetime_hours": DEFAULT_LIFETIME_HOURS,
+        **user,
+        "node_count": hosts,
+        "ssh_public_key": ssh_public_key(state_dir, env_name),
+        "run_id": run_id or f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{env_name}",
+        "nebius_auth": auth_mode(env),
+    }
+
+
+def load_user_values(path: Path, env_name: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise PavError(
+            f"{path}: no such file; copy terraform/envs/{env_name}/terraform.yml.example there and set "
+            "parent_id, or point PAV_TFVARS at your file"
+        )
+    data = load_mapping(path)
+    for key, value in data.items():
+        if key in DRIVER_KEYS:
+            raise PavError(f"{path}: {key} is set by the driver; remove that key")
+        if key not in USER_KEYS:
+            raise PavError(
+                f"{path}: unknown key {key!r}; see terraform/envs/{env_name}/terraform.yml.example"
+            )
+        if not _is_kind(value, USER_KEYS[key]):
+            raise PavError(f"{path}: {key} must be {_KIND[USER_KEYS[key]]}, got {value!r}; fix that key")
+    for key in REQUIRED_KEYS:
+        if not data.get(key):
+            raise PavError(f"{path}: {key} is required (your Nebius project ID, project-...); add that key")
+    if not str(data["parent_id"]).startswith("project-"):
+        raise PavError(f"{path}: parent_id must be a project ID (project-...), got {data['parent_id']!r}")
+    return data
+
+
+_KIND = {str: "a string", int: "a whole number", bool: "true or false", dict: "a mapping of string to string"}
+
+
+def _is_kind(value: Any, kind: type) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is dict:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        )
+    return isinstance(value, kind)
+
+
+def _refuse_secrets(user: Mapping[str, Any], path: Path, env: Mapping[str, str]) -> None:
+    """The var file lands in the state dir and in logs of failed runs: a token pasted into it must not."""
+    token = env.get(TOKEN, "").strip()
+    if token and token in json.dumps(user):
+        raise PavError(f"{path}: holds the value of {TOKEN}; credentials belong in the environment only")
+
+
+def refresh_auth(var_file: Path, env: Mapping[str, str]) -> None:
+    """Destroy reuses apply's var file: make its nebius_auth match the credentials present now."""
+    if var_file.is_file():
+        data = json.loads(var_file.read_text())
+        data["nebius_auth"] = auth_mode(env)
+        var_file.write_text(json.dumps(data, indent=2))
+
+
+def private_key(state_dir: Path) -> Path:
+    return state_dir / "ssh" / "id_ed25519"  # where sim keeps its key too
+
+
+def ssh_public_key(state_dir: Path, env_name: str) -> str:
+    """One key pair per state dir, made without ssh-keygen; returns the public line."""
+    key = private_key(state_dir)
+    if not key.exists():
+        key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        pem = Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        )
+        tmp = key.with_suffix(".tmp")
+        tmp.write_bytes(pem)
+        tmp.chmod(0o600)
+        tmp.replace(key)  # a key file that exists is always complete
+    public = serialization.load_ssh_private_key(key.read_bytes(), password=None).public_key()
+    openssh = public.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    line = f"{openssh.decode()} pav-{env_name}"
+    key.with_suffix(".pub").write_text(line + "\n")  # for people who ssh in by hand
+    return line
+
+
+def wait_cloud_init(hosts: list[ProvisionedHost], key: Path, known_hosts: Path, timeout_s: float) -> None:
+    """SSH answers before cloud-init is done (packages, mounts): wait for it on every host."""
+    if not known_hosts.is_file():
+        raise PavError(
+            f"{known_hosts} does not exist; wait for SSH (provisioning/ssh.py) pins host keys first"
+        )
+    deadline = time.monotonic() + timeout_s
+    for host in hosts:
+        _wait_one(host, key, known_hosts, deadline, timeout_s)
+
+
+def _wait_one(host: ProvisionedHost, key: Path, known_hosts: Path, deadline: float, timeout_s: float) -> None:
+    last = "no answer"
+    while time.monotonic() < deadline:
+        interrupts.raise_if_requested()
+        try:
+            rc, output = _cloud_init_status(host, key, known_hosts, deadline)
+        except paramiko.BadHostKeyException:
+            raise PavError(
+                f"host {host.name} ({host.public_ip}) showed a host key other than the one pinned in "
+                f"{known_hosts}; refusing to connect (re-provision, or remove the host from that file)"
+            ) from None
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            if "not found in known_hosts" in str(exc):
+                raise PavError(
+                    f"host {host.name} ({host.public_ip}) has no pinned key in {known_hosts}; "
+                    "wait for SSH (provisioning/ssh.py) pins it first"
+                ) from None
+            last = str(exc) or type(exc).__name__
+            time.sleep(2)  # a reboot inside cloud-init drops the session; try again
+            continue
+        if rc is None:
+            break
+        # 2: finished with recoverable errors (deprecated keys and the like), which do not stop a run.
+        if rc in (0, 2):
+            return
+        raise PavError(
+            f"host {host.name} ({host.public_ip}): cloud-init failed (exit {rc}: {output or 'no output'}); "
+            "see /var/log/cloud-init-output.log on it"
+        )
+    raise PavError(
+        f"host {host.name} ({host.public_ip}): cloud-init did not finish within {timeout_s:.0f}s ({last}); "
+        "raise pav_ssh_timeout_s or look at /var/log/cloud-init-output.log on it"
+    )
+
+
+def _cloud_init_status(
+    host: ProvisionedHost, key: Path, known_hosts: Path, deadline: float
+) -> tuple[int | None, str]:
+    """Exit code and last output line of `cloud-init status --wait`; None when the deadline came first."""
+    client = paramiko.SSHClient()
+    client.load_host_keys(str(known_hosts))
+    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    try:
+        client.connect(
+            host.public_ip,
+            port=host.ssh_port,
+            username=host.ssh_user,
+            key_filename=str(key),
+            timeout=10,
+            banner_timeout=10,
+            auth_timeout=10,
+            allow_agent=False,
+            look_for_keys=False,
+        )
+        _, stdout, _ = client.exec_command("cloud-init status --wait 2>&1")
+        channel = stdout.channel
+        while not channel.exit_status_ready():
+            interrupts.raise_if_requested()
+            if time.monotonic() >= deadline:
+                return None, ""
+            time.sleep(1)
+        lines = [ln.strip(" .") for ln in stdout.read().decode(errors="replace").splitlines()]
+        return channel.recv_exit_status(), next((ln for ln in reversed(lines) if ln), "")
+    except TimeoutError as exc:
+        raise OSError("timed out") from exc
+    finally:
+        client.close()

@@ -1,0 +1,67 @@
+"""The payload's collectives beside nccl-tests: busbw per op and size from both tools, and their ratio."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# nccl-tests binary names -> the payload's op names.
+NCCL_TO_PAYLOAD = {
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "sendrecv": "send_recv",
+}
+
+
+def busbw_table(tests: list[dict[str, Any]], host: str) -> list[tuple[str, int, float | None, float | None]]:
+    """(op, size_bytes, payload busbw, nccl-tests busbw) for every op and size either tool measured."""
+    payload: dict[tuple[str, int], float] = {}
+    nccl: dict[tuple[str, int], float] = {}
+    for test in tests:
+        if host not in test["hosts"] or test["status"] not in ("pass", "fail"):
+            continue
+        metrics = test.get("metrics", {})
+        if test["name"].startswith("nccl_tests_"):
+            op = NCCL_TO_PAYLOAD.get(str(metrics.get("op")), str(metrics.get("op")))
+            for size, value in (metrics.get("busbw_gbps") or {}).items():
+                if value is not None:
+                    nccl[(op, int(size))] = float(value)
+        elif test["name"].startswith("torch_nccl"):
+            for op, sizes in (metrics.get("busbw_gbps") or {}).items():
+                for size, value in sizes.items():
+                    payload[(op, int(size))] = float(value)
+    keys = sorted(set(payload) | set(nccl))
+    return [(op, size, payload.get((op, size)), nccl.get((op, size))) for op, size in keys]
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = []
+    for host in results["hosts"]:
+        rows = busbw_table(results["tests"], host)
+        if not rows:
+            continue
+        lines.append(f"host {host}: busbw GB/s (payload = torch.distributed NCCL, nccl = nccl-tests)")
+        lines.append(f"{'op':<15} {'size':>11} {'payload':>9} {'nccl':>9} {'ratio':>6}")
+        for op, size, mine, theirs in rows:
+            ratio = f"{mine / theirs:.2f}" if mine and theirs else "-"
+            lines.append(f"{op:<15} {size:>11} {_num(mine):>9} {_num(theirs):>9} {ratio:>6}")
+        lines.extend(_training(results["tests"], host))
+    return "\n".join(lines) + "\n"
+
+
+def _training(tests: list[dict[str, Any]], host: str) -> list[str]:
+    out = []
+    for test in tests:
+        if test["name"].startswith("train_gpu") and host in test["hosts"]:
+            m = test.get("metrics", {})
+            out.append(
+                f"{test['name']}: {test['status']}, tokens/s/GPU {_num(m.get('tokens_per_s_per_rank_min'))}, "
+                f"world {m.get('world_size')}, step {_num(m.get('step_time_s_median'), 4)} s, "
+                f"scaling {_num(m.get('scaling_efficiency'), 3)}"
+            )
+    return out
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

@@ -1,0 +1,103 @@
+"""Every configure role, applied over SSH to sim hosts: its effect is inside each host's own root, never in
+this machine's /etc, and a second configure changes nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.sim.leftovers import leftovers
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Kept:
+    state: Path
+    first: dict[str, Any]
+    second: dict[str, Any]
+
+    def ssh(self, host: str, command: str) -> str:
+        address = self.first["hosts"][host]["address"]
+        argv = [
+            "ssh", "-i", str(self.state / "ssh" / "id_ed25519"), "-o", "BatchMode=yes",
+            "-o", f"UserKnownHostsFile={self.state / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+            f"root@{address}", command,
+        ]  # fmt: skip
+        return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=30).stdout
+
+
+@pytest.fixture(scope="module")
+def kept(sim_deps: None, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    base = tmp_path_factory.mktemp("simroles")
+    env = {"PAV_STATE_DIR": str(base / "state")}
+    try:
+        one = run_cli("--env", "sim", "--hosts", "2", "--stages", "provision,configure", "--keep",
+                      "--run-dir", str(base / "r1"), env=env)  # fmt: skip
+        assert one.rc == 0, one.stdout + one.stderr
+        two = run_cli("--env", "sim", "--stages", "configure", "--keep", "--run-dir", str(base / "r2"), env=env)
+        assert two.rc == 0, two.stdout + two.stderr
+        yield Kept(base / "state", _results(base / "r1"), _results(base / "r2"))
+    finally:
+        down = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "r3"), env=env)
+        assert down.rc == 0, down.stdout + down.stderr
+        assert leftovers(base / "state") == []
+
+
+def _results(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "results.json").read_text())
+
+
+def test_second_configure_changes_nothing(kept: Kept) -> None:
+    for name, host in kept.second["hosts"].items():
+        assert host["ansible"]["configure"].get("changed", 0) == 0, (name, host["changes"])
+    assert any(h["changes"] for h in kept.first["hosts"].values())  # the first one did change things
+
+
+def test_preflight_facts(kept: Kept) -> None:
+    for name, host in kept.first["hosts"].items():
+        facts = host["facts"]
+        assert facts["hostname"] == name
+        assert facts["gpu"]["count"] == 0 and facts["gpu"]["nvidia_smi"] == "absent"
+        assert facts["rdma"]["hcas"] == []
+        assert int(facts["shm"]["size_bytes"]) > 0
+        assert facts["torch"]["version"].startswith("2.")
+
+
+def test_host_tuning_writes_inside_the_host_only(kept: Kept) -> None:
+    for name in kept.first["hosts"]:
+        limits = kept.ssh(name, "cat /etc/security/limits.d/90-pav-gpu.conf")
+        assert "memlock  unlimited" in limits and "nofile   1048576" in limits
+        assert "kernel.numa_balancing = 0" in kept.ssh(name, "cat /etc/sysctl.d/90-pav-gpu.conf")
+        assert "size=1g" in kept.ssh(name, "grep /dev/shm /etc/fstab")
+        assert kept.ssh(name, "df -B1 --output=size /dev/shm | tail -n 1").strip() == str(1024**3)
+    assert not Path("/etc/security/limits.d/90-pav-gpu.conf").exists()
+    assert not Path("/etc/sysctl.d/90-pav-gpu.conf").exists()
+
+
+def test_nccl_env_file_and_profile(kept: Kept) -> None:
+    for name in kept.first["hosts"]:
+        env = kept.ssh(name, "cat /etc/pav/nccl.env")
+        assert "NCCL_SOCKET_IFNAME=eth0" in env and "NCCL_IB_DISABLE=1" in env
+        assert "NCCL_IB_HCA" not in env  # socket fabric: no HCA list
+        assert kept.ssh(name, "bash -lc 'echo $NCCL_SOCKET_IFNAME'").strip() == "eth0"
+    assert not Path("/etc/pav/nccl.env").exists()
+
+
+def test_payload_deployed(kept: Kept) -> None:
+    for name in kept.first["hosts"]:
+        assert "__main__.py" in kept.ssh(name, "ls /var/tmp/pav/payload/pav_payload")
+
+
+def test_mpi_ready(kept: Kept) -> None:
+    for name in kept.first["hosts"]:
+        assert "pav-mpirun" in kept.ssh(name, "ls /var/tmp/pav/mpi/bin")
+        known = kept.ssh(name, "cat ~/.ssh/known_hosts")
+        for other in kept.first["hosts"].values():
+            assert other["address"] in known

@@ -1,0 +1,72 @@
+"""--env sim end to end: real Terraform creates sshd hosts, Ansible configures them over SSH, torchrun
+and mpirun span them, teardown leaves nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.sim.leftovers import leftovers
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def full_run(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], Path, str]:
+    base = tmp_path_factory.mktemp("simfull")
+    state, run_dir = base / "state", base / "run"
+    run = run_cli("--env", "sim", "--run-dir", str(run_dir), env={"PAV_STATE_DIR": str(state)}, timeout=1500)
+    results = json.loads((run_dir / "results.json").read_text())
+    return run.rc, results, state, run.stdout + run.stderr
+
+
+def by_name(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for test in results["tests"]:
+        out.setdefault(test["name"], []).append(test)
+    return out
+
+
+def test_exits_zero_with_pass(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+    rc, results, _, output = full_run
+    assert rc == 0, output
+    assert results["verdict"] == "PASS"
+    assert len(results["hosts"]) == 3
+    assert all(h["status"] == "ok" for h in results["hosts"].values())
+
+
+def test_multi_host_torchrun_spans_every_host(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+    _, results, _, _ = full_run
+    tests = by_name(results)
+    hosts = set(results["hosts"])
+    for name in ("torch_gloo_collectives_multi", "ddp_cpu_train_multi"):
+        [test] = tests[name]
+        assert test["status"] == "pass", test
+        assert test["metrics"]["world_size"] == 6
+        assert set(test["metrics"]["rank_hosts"].values()) == hosts
+        assert set(test["hosts"]) == hosts
+
+
+def test_mpirun_spans_every_host(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+    _, results, _, _ = full_run
+    [test] = by_name(results)["mpi_allreduce"]
+    assert test["status"] == "pass", test
+    assert test["metrics"]["world_size"] == 6
+    assert set(test["metrics"]["hosts"]) == set(results["hosts"])
+    assert test["metrics"]["wrong_total"] == 0
+
+
+def test_gpu_tests_skipped_per_host(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+    _, results, _, _ = full_run
+    skipped = by_name(results)["torch_nccl_allreduce"]
+    assert {t["status"] for t in skipped} == {"skipped"} and len(skipped) == 3
+
+
+def test_teardown_leaves_nothing(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+    _, results, state, _ = full_run
+    assert len(results["destroyed"]) == 4  # the network and 3 hosts
+    assert leftovers(state) == []
