@@ -9,6 +9,7 @@ from typing import Any
 
 from pav import paths
 from pav.envs import EnvSpec
+from pav.provisioning.state import state_dir
 from pav.inventory import Host
 from pav.launches import Launch
 from pav.results import RunResults
@@ -56,6 +57,8 @@ class RunContext:
             "pav_remote_dir": self.settings.remote_dir,
             "pav_payload_src": str(paths.PAYLOAD),
             "pav_apply_tuning": self.apply_tuning,
+            # Outlives the run: keys the hosts keep (mpirun's cluster key) must be the same next run.
+            "pav_state_dir": str(state_dir(self.env.state_name)),
             # Hosts that share this machine's filesystem (local, sim) run the payload with this Python.
             "pav_controller_python": sys.executable,
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,14 @@ class EnvSpec:
     inventory_dir: Path
     hosts_file: Path | None  # a static inventory; None when Terraform provides the hosts
     terraform_dir: Path | None
+
+    @property
+    def state_name(self) -> str:
+        """Names the env's state dir; a custom inventory gets one per inventory file."""
+        if self.name != "custom" or self.hosts_file is None:
+            return self.name
+        digest = hashlib.sha256(str(self.hosts_file.resolve()).encode()).hexdigest()[:10]
+        return f"custom-{digest}"
 
     @property
     def provisions(self) -> bool:

@@ -303,7 +303,7 @@ def test_ssh_files_land_in_hosts_not_on_this_machine(cluster, applied):
         known = (ssh_dir / "known_hosts").read_text()
         for other in cluster.hosts:
             assert f"{other['ip']} ssh-ed25519 " in known and f"{other['name']} ssh-ed25519 " in known
-        assert (applied["run_dir"] / "ssh" / "pav_cluster_ed25519.pub").read_text().strip() in (
+        assert (applied["run_dir"] / "cluster-ssh" / "pav_cluster_ed25519.pub").read_text().strip() in (
             ssh_dir / "authorized_keys"
         ).read_text()
     assert _snapshot_real_ssh() == applied["before"]

@@ -117,6 +117,7 @@ def variables(
 ) -> dict[str, Any]:
     """The env root's variables: the user's values, plus what the driver owns. Never a credential."""
     env = os.environ if environ is None else environ
+    auth = auth_mode(env)  # first: nothing is made for a run that cannot authenticate
     if not 1 <= hosts <= 64:
         raise PavError(f"--hosts {hosts}: a Nebius env makes 1 to 64 nodes")
     path = tfvars_file or tfvars_path(env_name, env)
@@ -131,7 +132,7 @@ def variables(
         "node_count": hosts,
         "ssh_public_key": ssh_public_key(state_dir, env_name),
         "run_id": run_id or f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{env_name}",
-        "nebius_auth": auth_mode(env),
+        "nebius_auth": auth,
     }
 
 
@@ -180,10 +181,12 @@ def _refuse_secrets(user: Mapping[str, Any], path: Path, env: Mapping[str, str])
 
 
 def refresh_auth(var_file: Path, env: Mapping[str, str]) -> None:
-    """Destroy reuses apply's var file: make its nebius_auth match the credentials present now."""
+    """Destroy reuses apply's var file: make its nebius_auth match the credentials present now, and
+    raise naming the missing one before Terraform fails on it with less to go on."""
+    auth = auth_mode(env)
     if var_file.is_file():
         data = json.loads(var_file.read_text())
-        data["nebius_auth"] = auth_mode(env)
+        data["nebius_auth"] = auth
         var_file.write_text(json.dumps(data, indent=2))
 
 
