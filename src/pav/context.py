@@ -9,9 +9,9 @@ from typing import Any
 
 from pav import paths
 from pav.envs import EnvSpec
-from pav.provisioning.state import state_dir
 from pav.inventory import Host
 from pav.launches import Launch
+from pav.provisioning.state import state_dir
 from pav.results import RunResults
 from pav.settings import Settings
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,14 +35,15 @@ class Kept:
 
 
 @pytest.fixture(scope="module")
-def kept(sim_deps: None, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def kept(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kept]:
     base = tmp_path_factory.mktemp("simroles")
     env = {"PAV_STATE_DIR": str(base / "state")}
     try:
         one = run_cli("--env", "sim", "--hosts", "2", "--stages", "provision,configure", "--keep",
                       "--run-dir", str(base / "r1"), env=env)  # fmt: skip
         assert one.rc == 0, one.stdout + one.stderr
-        two = run_cli("--env", "sim", "--stages", "configure", "--keep", "--run-dir", str(base / "r2"), env=env)
+        two = run_cli("--env", "sim", "--stages", "configure", "--keep",
+                      "--run-dir", str(base / "r2"), env=env)  # fmt: skip
         assert two.rc == 0, two.stdout + two.stderr
         yield Kept(base / "state", _results(base / "r1"), _results(base / "r2"))
     finally:

@@ -15,8 +15,11 @@ from tests.sim.leftovers import leftovers
 pytestmark = pytest.mark.slow
 
 
+FullRun = tuple[int, dict[str, Any], Path, str]
+
+
 @pytest.fixture(scope="module")
-def full_run(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], Path, str]:
+def full_run(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> FullRun:
     base = tmp_path_factory.mktemp("simfull")
     state, run_dir = base / "state", base / "run"
     run = run_cli("--env", "sim", "--run-dir", str(run_dir), env={"PAV_STATE_DIR": str(state)}, timeout=1500)
@@ -31,7 +34,7 @@ def by_name(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def test_exits_zero_with_pass(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+def test_exits_zero_with_pass(full_run: FullRun) -> None:
     rc, results, _, output = full_run
     assert rc == 0, output
     assert results["verdict"] == "PASS"
@@ -39,7 +42,7 @@ def test_exits_zero_with_pass(full_run: tuple[int, dict[str, Any], Path, str]) -
     assert all(h["status"] == "ok" for h in results["hosts"].values())
 
 
-def test_multi_host_torchrun_spans_every_host(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+def test_multi_host_torchrun_spans_every_host(full_run: FullRun) -> None:
     _, results, _, _ = full_run
     tests = by_name(results)
     hosts = set(results["hosts"])
@@ -51,7 +54,7 @@ def test_multi_host_torchrun_spans_every_host(full_run: tuple[int, dict[str, Any
         assert set(test["hosts"]) == hosts
 
 
-def test_mpirun_spans_every_host(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+def test_mpirun_spans_every_host(full_run: FullRun) -> None:
     _, results, _, _ = full_run
     [test] = by_name(results)["mpi_allreduce"]
     assert test["status"] == "pass", test
@@ -60,13 +63,13 @@ def test_mpirun_spans_every_host(full_run: tuple[int, dict[str, Any], Path, str]
     assert test["metrics"]["wrong_total"] == 0
 
 
-def test_gpu_tests_skipped_per_host(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+def test_gpu_tests_skipped_per_host(full_run: FullRun) -> None:
     _, results, _, _ = full_run
     skipped = by_name(results)["torch_nccl_allreduce"]
     assert {t["status"] for t in skipped} == {"skipped"} and len(skipped) == 3
 
 
-def test_teardown_leaves_nothing(full_run: tuple[int, dict[str, Any], Path, str]) -> None:
+def test_teardown_leaves_nothing(full_run: FullRun) -> None:
     _, results, state, _ = full_run
     assert len(results["destroyed"]) == 4  # the network and 3 hosts
     assert leftovers(state) == []
