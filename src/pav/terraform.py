@@ -113,11 +113,14 @@ class Terraform:
 
 
 def _first_error(text: str) -> str:
-    """Terraform prints boxed diagnostics; keep the first 'Error: ...' and its detail, on one line."""
+    """Terraform prints boxed diagnostics; keep the first 'Error: ...' block on one line, and where a
+    local-exec command failed, its own output (the part that says why)."""
     lines = [ln.strip(" │╷╵") for ln in text.splitlines()]
-    lines = [ln for ln in lines if ln]
-    for i, line in enumerate(lines):
-        if line.startswith("Error:"):
-            detail = " ".join(lines[i : i + 4])
-            return re.sub(r"\s+", " ", detail)[:500]
-    return " ".join(lines[-3:])[:500] or "no output"
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Error:")]
+    if not starts:
+        return " ".join(ln for ln in lines[-3:] if ln)[:500] or "no output"
+    end = next((i for i in starts[1:]), len(lines))
+    block = " ".join(ln for ln in lines[starts[0] : end] if ln)
+    summary, _, output = block.partition("Output:")
+    detail = f"{summary.split(' on ')[0]}; output: {output.strip()}" if output else block
+    return re.sub(r"\s+", " ", detail)[:600]

@@ -103,3 +103,9 @@ def test_mpi_ready(kept: Kept) -> None:
         known = kept.ssh(name, "cat ~/.ssh/known_hosts")
         for other in kept.first["hosts"].values():
             assert other["address"] in known
+
+
+def test_nccl_tests_skipped_without_gpu(kept: Kept) -> None:
+    for host in kept.first["hosts"].values():
+        assert host["facts"]["nccl_tests"]["available"] is False
+        assert "no GPU" in host["facts"]["nccl_tests"]["reason"]

@@ -73,3 +73,11 @@ def test_teardown_leaves_nothing(full_run: FullRun) -> None:
     _, results, state, _ = full_run
     assert len(results["destroyed"]) == 4  # the network and 3 hosts
     assert leftovers(state) == []
+
+
+def test_collect_fetched_every_hosts_results(full_run: FullRun) -> None:
+    _, results, _, _ = full_run
+    [test] = by_name(results)["torch_gloo_collectives_multi"]
+    per_host = {a.split("/")[1] for a in test["artifacts"] if a.endswith(".json")}
+    assert per_host == set(results["hosts"])
+    assert sum(a.endswith(".json") for a in test["artifacts"]) == 6

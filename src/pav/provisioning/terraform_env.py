@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pav.errors import PavError
-from pav.provisioning import sim
+from pav.provisioning import nebius, sim
 from pav.provisioning.hosts import ProvisionedHost, host_vars, parse_hosts
 from pav.provisioning.ssh import wait_and_pin
 from pav.provisioning.state import state_dir
@@ -32,9 +33,15 @@ class TerraformEnv:
     def known_hosts(self) -> Path:
         return self.state / "known_hosts"
 
+    @property
+    def nebius(self) -> bool:
+        return self.name.startswith("nebius-")
+
     def variables(self, hosts: int) -> dict[str, Any]:
         if self.name == "sim":
             return sim.variables(self.state, hosts)
+        if self.nebius:
+            return nebius.variables(self.state, self.name, hosts)
         raise PavError(f"env {self.name}: no Terraform variables are defined for it in pav.provisioning")
 
     def private_key(self) -> Path:
@@ -46,6 +53,8 @@ class TerraformEnv:
         tf.apply(self.variables(hosts))
         provisioned = parse_hosts(tf.outputs())
         wait_and_pin(provisioned, self.private_key(), self.known_hosts, ssh_timeout_s)
+        if self.nebius:
+            nebius.wait_cloud_init(provisioned, self.private_key(), self.known_hosts, ssh_timeout_s)
         return provisioned
 
     def current_hosts(self) -> list[ProvisionedHost]:
@@ -56,6 +65,9 @@ class TerraformEnv:
         return {h.name: host_vars(h, self.private_key(), self.known_hosts) for h in provisioned}
 
     def destroy(self) -> list[str]:
+        if self.nebius and self.terraform.state_file.exists():
+            # Fails naming a missing credential before Terraform would, and keeps nebius_auth current.
+            nebius.refresh_auth(self.terraform.var_file, os.environ)
         destroyed = self.terraform.destroy()
         self.known_hosts.unlink(missing_ok=True)
         return destroyed
