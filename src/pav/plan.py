@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pav import catalog
 from pav.context import STAGES, RunContext
+from pav.errors import PavError
+from pav.provisioning.declared import declared_resources
+from pav.provisioning.terraform_env import TerraformEnv
 
 
 def render(ctx: RunContext) -> str:
@@ -15,12 +18,30 @@ def render(ctx: RunContext) -> str:
     if ctx.hosts:
         lines += [f"  {h.name} ({h.address})" for h in ctx.hosts]
     else:
-        lines.append(f"  (created by Terraform in {ctx.env.terraform_dir})")
+        lines += _terraform_plan(ctx)
     lines.append(f"tests (threshold profile {ctx.settings.threshold_profile}):")
     for spec in catalog.select(ctx.settings.tests):
         needs = "GPU" if spec.needs_gpu else "CPU"
-        lines.append(f"  {spec.name:<24} {spec.scope:<8} {needs:<4} {spec.description}")
+        lines.append(f"  {spec.name:<30} {spec.scope:<8} {needs:<4} {spec.description}")
     return "\n".join(lines) + "\n"
+
+
+def _terraform_plan(ctx: RunContext) -> list[str]:
+    """The root, the variables and the resources a provisioning run would use: offline, nothing created."""
+    assert ctx.env.terraform_dir is not None
+    env = TerraformEnv.for_env(ctx.env.name, ctx.env.terraform_dir)
+    hosts = ctx.options.hosts or ctx.settings.hosts
+    lines = [f"  {hosts} host(s), created by Terraform root {ctx.env.terraform_dir}"]
+    lines.append(f"  state dir: {env.state}")
+    try:
+        variables = env.preview_variables(hosts)
+        lines.append("  variables:")
+        lines += [f"    {k} = {v}" for k, v in sorted(variables.items())]
+    except PavError as exc:
+        lines.append(f"  variables: cannot be set yet: {exc}")
+    lines.append("  resources declared:")
+    lines += [f"    {r}" for r in declared_resources(ctx.env.terraform_dir)]
+    return lines
 
 
 def _stage_note(ctx: RunContext, stage: str) -> str:

@@ -21,6 +21,10 @@ def ssh_key(state_dir: Path) -> Path:
 
 
 def variables(state_dir: Path, hosts: int) -> dict[str, Any]:
+    return {**preview_variables(state_dir, hosts), "ssh_public_key_file": str(ssh_key(state_dir)) + ".pub"}
+
+
+def preview_variables(state_dir: Path, hosts: int) -> dict[str, Any]:
     """Cluster id and subnet derive from the state dir, so two state dirs never share a bridge or subnet."""
     if not 1 <= hosts <= 64:
         raise PavError(f"--hosts {hosts}: the sim env makes 1 to 64 hosts")
@@ -32,7 +36,7 @@ def variables(state_dir: Path, hosts: int) -> dict[str, Any]:
         "cluster_id": cluster_id,
         "subnet_index": 20 + (digest >> 40) % 200,
         "state_dir": str(state_dir / "sim"),
-        "ssh_public_key_file": str(ssh_key(state_dir)) + ".pub",
+        "ssh_public_key_file": str(private_key(state_dir)) + ".pub",
     }
 
 

@@ -44,13 +44,24 @@ class TerraformEnv:
             return nebius.variables(self.state, self.name, hosts)
         raise PavError(f"env {self.name}: no Terraform variables are defined for it in pav.provisioning")
 
+    def preview_variables(self, hosts: int) -> dict[str, Any]:
+        """What apply would pass, made without side effects (no key generated); secrets are never in it."""
+        if self.name == "sim":
+            return sim.preview_variables(self.state, hosts)
+        if self.nebius:
+            nebius.check_credentials(os.environ)
+            path = nebius.tfvars_path(self.name, os.environ)
+            return {**nebius.load_user_values(path, self.name), "node_count": hosts, "values_file": str(path)}
+        return self.variables(hosts)
+
     def private_key(self) -> Path:
         return sim.private_key(self.state)
 
     def apply(self, hosts: int, ssh_timeout_s: float) -> list[ProvisionedHost]:
+        variables = self.variables(hosts)  # first: missing credentials or values stop the run before init
         tf = self.terraform
         tf.init()
-        tf.apply(self.variables(hosts))
+        tf.apply(variables)
         provisioned = parse_hosts(tf.outputs())
         wait_and_pin(provisioned, self.private_key(), self.known_hosts, ssh_timeout_s)
         if self.nebius:
