@@ -44,6 +44,7 @@ def evaluate_group(
         str(p.relative_to(run_dir)) for d in dirs.values() if d.is_dir() for p in d.iterdir()
     )
     rcs = {h: _read_rc(d / "launcher.rc") for h, d in dirs.items()}
+    result = _with_wall_time(result, dirs)
     missing = [h for h, rc in rcs.items() if rc is None]
     if missing:
         result.reason = f"no result came back from {', '.join(missing)} (it did not run, or collect failed)"
@@ -76,7 +77,7 @@ def _judge_ranks(
         worst = next((r for r in bad if r.get("status") == "error"), bad[0])
         result.status = "error" if worst.get("status") == "error" else "fail"
         result.reason = f"rank {worst.get('rank')}: {worst.get('reason') or worst.get('status')}"
-        result.metrics = summarize(ranks)
+        result.metrics.update(summarize(ranks))
         return result
     rc_text = ", ".join(f"{h} rc={rc}" for h, rc in failed_rc.items()) or "rc=0"
     if len(ranks) < expected:
@@ -85,7 +86,7 @@ def _judge_ranks(
     if failed_rc:
         result.reason = f"launcher failed ({rc_text}) although every rank passed; see {log}"
         return result
-    result.metrics = summarize(ranks)
+    result.metrics.update(summarize(ranks))
     failures = [reason for gate in gates if (reason := gate.check(result.metrics))]
     if not gates:
         failures = ["no threshold is set for this test in the profile"]
@@ -108,7 +109,7 @@ def _judge_nccl_tests(
         log.op = op_from_name(Path(launch_argv0).name)
     grade = nccl_grade(log, gates)
     rec = nccl_record(str(log_path), log, grade)
-    result.metrics = {
+    result.metrics |= {
         "op": rec["op"],
         "avg_busbw_gbps": rec["avg_busbw_gbps"],
         "busbw_gbps": {str(r["size_bytes"]): _busbw(r) for r in rec["rows"]},
@@ -178,6 +179,20 @@ def _train_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
             out[f"{key}_per_rank_min"] = min(values)
             out[f"{key}_total"] = sum(values)
     return out
+
+
+def _with_wall_time(result: TestResult, dirs: dict[str, Path]) -> TestResult:
+    """The launch's wall time on the slowest host (launcher.time: start and end, epoch seconds)."""
+    spans = []
+    for d in dirs.values():
+        try:
+            start, end = map(float, (d / "launcher.time").read_text().split())
+            spans.append(end - start)
+        except (OSError, ValueError):
+            continue
+    if spans:
+        result.metrics["wall_s"] = round(max(spans), 3)
+    return result
 
 
 def _read_rc(path: Path) -> int | None:

@@ -68,6 +68,8 @@ class RunResults:
     error: str = ""
     state_dir: str = ""  # Terraform state of a provisioning env
     destroyed: list[str] = field(default_factory=list)  # resources teardown destroyed
+    cross_check: list[dict[str, Any]] = field(default_factory=list)  # payload vs nccl-tests busbw per op/size
+    timing: dict[str, float] = field(default_factory=dict)  # run wall time split into tests and orchestration
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

@@ -35,6 +35,24 @@ def busbw_table(tests: list[dict[str, Any]], host: str) -> list[tuple[str, int, 
     return [(op, size, payload.get((op, size)), nccl.get((op, size))) for op, size in keys]
 
 
+# Below this payload/nccl-tests ratio the two tools disagree enough that one of them is not to be trusted.
+RATIO_FLOOR = 0.95
+
+
+def cross_check(tests: list[dict[str, Any]], hosts: list[str]) -> list[dict[str, Any]]:
+    """results.json's cross_check: every op and size both tools measured on a host, with the ratio."""
+    rows = []
+    for host in hosts:
+        for op, size, mine, theirs in busbw_table(tests, host):
+            if mine and theirs:
+                ratio = round(mine / theirs, 3)
+                rows.append(
+                    {"host": host, "op": op, "size_bytes": size, "payload_busbw_gbps": mine,
+                     "nccl_tests_busbw_gbps": theirs, "ratio": ratio, "low": ratio < RATIO_FLOOR}
+                )  # fmt: skip
+    return rows
+
+
 def render(results: dict[str, Any]) -> str:
     lines = []
     for host in results["hosts"]:

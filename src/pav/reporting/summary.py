@@ -30,12 +30,29 @@ def render(results: RunResults) -> str:
         ),
         "",
     ]
+    lines += _cross_check(results) + _timing(results)
     counts = count_statuses(results.tests)
     lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in counts.items()))
     if results.error:
         lines.append(f"error: {results.error}")
     lines.append(f"VERDICT: {results.verdict}")
     return "\n".join(lines) + "\n"
+
+
+def _cross_check(results: RunResults) -> list[str]:
+    if not results.cross_check:
+        return []
+    low = [c for c in results.cross_check if c["low"]]
+    head = f"cross-check payload/nccl-tests busbw: {len(results.cross_check)} ratios, {len(low)} below 0.95"
+    return [head] + [f"  LOW {c['host']} {c['op']} {c['size_bytes']}: ratio {c['ratio']}" for c in low]
+
+
+def _timing(results: RunResults) -> list[str]:
+    t = results.timing
+    if not t:
+        return []
+    split = f"tests {t['tests_s']:.0f}s + orchestration {t['orchestration_s']:.0f}s"
+    return [f"time: run {t['run_s']:.0f}s = {split}"]
 
 
 TUNING_ROLES = ("host_tuning", "nccl_env")
