@@ -5,11 +5,11 @@ import sys
 
 from pav_payload.bandwidth import OPS
 from pav_payload.collectives import DTYPES, run_collectives
-from pav_payload.models import MODELS
+from pav_payload.models import MODELS, SIZES
 from pav_payload.parallel import MODES
 from pav_payload.runner import run
 from pav_payload.runtime import BACKENDS
-from pav_payload.train import run_train
+from pav_payload.train import resolve_train_args, run_train
 
 # Exit code when the report itself could not be written (e.g. an unwritable --out).
 EXIT_NO_REPORT = 2
@@ -38,17 +38,39 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RANK",
         help="FOR TESTING ONLY: corrupt one element of every checked result on this rank",
     )
+    coll.add_argument(
+        "--inject-hang",
+        type=int,
+        default=-1,
+        metavar="RANK",
+        help="FOR TESTING ONLY: this rank stops before the first collective and ignores SIGTERM",
+    )
     coll.set_defaults(handler=run_collectives, kind="collectives")
 
     train = commands.add_parser("train", parents=[common], help="short training run that must learn")
     train.add_argument("--model", choices=tuple(MODELS), default="mlp")
-    train.add_argument("--mode", choices=MODES, default="ddp", help="single: one device, no process group")
+    train.add_argument(
+        "--mode",
+        choices=MODES,
+        default="ddp",
+        help="ddp: replicas; fsdp: FSDP2 shards; single: one device, no process group",
+    )
+    train.add_argument("--fsdp-bf16", action="store_true", help="fsdp on CUDA: bf16 compute, fp32 reduce")
+    train.add_argument(
+        "--size",
+        choices=tuple(SIZES),
+        default=None,
+        help="transformer preset (1b: d-model 2048, 20 layers, 16 heads, vocab 32000, seq-len 2048, "
+        "batch-size 4, lr 3e-4); the flags below override its fields",
+    )
     train.add_argument("--steps", type=int, default=20)
-    train.add_argument("--lr", type=float, default=None, help="default depends on the model")
+    train.add_argument("--lr", type=float, default=None, help="default: mlp 1e-2, transformer 3e-3")
     train.add_argument("--d-model", type=int, default=None, help="width (default: mlp 256, transformer 128)")
-    train.add_argument("--layers", type=int, default=2)
-    train.add_argument("--seq-len", type=int, default=64, help="transformer only")
-    train.add_argument("--batch-size", type=int, default=32, help="per rank")
+    train.add_argument("--layers", type=int, default=None, help="default 2")
+    train.add_argument("--heads", type=int, default=None, help="transformer only; default 4")
+    train.add_argument("--vocab-size", type=int, default=None, help="transformer only; default 1000")
+    train.add_argument("--seq-len", type=int, default=None, help="transformer only; default 64")
+    train.add_argument("--batch-size", type=int, default=None, help="per rank; default 32")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--test-id", default="train")
     train.add_argument(
@@ -58,12 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RANK",
         help="FOR TESTING ONLY: perturb this rank's parameters after training",
     )
-    train.set_defaults(handler=run_train, kind="train")
+    train.set_defaults(handler=run_train, kind="train", resolve=resolve_train_args)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    resolve = getattr(args, "resolve", None)
+    if resolve is not None:
+        try:
+            resolve(args)
+        except ValueError as exc:
+            parser.error(str(exc))  # exits 2, as argparse does for any bad option: no report is written
     try:
         return run(args.kind, args, args.handler)
     except Exception as exc:  # only reached when no report could be written at all

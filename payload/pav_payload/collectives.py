@@ -1,7 +1,9 @@
 """``collectives`` subcommand: time each op at each size, then check one run's result exactly."""
 
 import argparse
+import signal
 import sys
+import time
 from dataclasses import asdict, dataclass
 
 import torch
@@ -40,6 +42,8 @@ def run_collectives(args: argparse.Namespace, session: Session) -> Outcome:
     if args.dtype != "float32" and device.type != "cuda":
         raise ValueError(f"--dtype {args.dtype} is only supported on CUDA")
     layout = Layout(dist.get_rank(), dist.get_world_size(), DTYPES[args.dtype], device)
+    if args.inject_hang == layout.rank:  # test-only fault injection (--inject-hang)
+        _hang()
     results = [measure(op, size, layout, args) for op in ops for size in sizes]
     if layout.rank == 0:
         _print_table(results)
@@ -88,6 +92,13 @@ def verify(case: Case, corrupt: bool) -> int:
     if corrupt:  # test-only fault injection (--inject-wrong)
         case.parts.result.view(-1)[0] += 1
     return int((case.parts.result != case.parts.expected()).sum().item())
+
+
+def _hang() -> None:
+    """Stop for good, deaf to SIGTERM, as a rank stuck in a driver call is: only SIGKILL ends it."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(60)
 
 
 def _wrong_summary(results: list[OpResult], shown: int = 3) -> str:

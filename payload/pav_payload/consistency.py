@@ -1,19 +1,33 @@
-"""Whether data-parallel replicas still hold bit-identical parameters."""
+"""Whether every rank holds bit-identical parameters: DDP replicas, or FSDP shards gathered on each rank."""
+
+from collections.abc import Iterable, Iterator
 
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.tensor import DTensor
 
 _SAME_WIDTH_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def param_checksum(model: nn.Module) -> torch.Tensor:
-    """Sum of the parameters' raw bit patterns: exact and order-independent, unlike a float sum."""
-    first = next(model.parameters())
-    total = torch.zeros((), dtype=torch.int64, device=first.device)
+def full_parameters(model: nn.Module) -> Iterator[torch.Tensor]:
+    """The model's parameters, whole: an FSDP shard (a DTensor) is all-gathered, one parameter at a time.
+
+    Collective for sharded models: every rank must consume the iterator in step.
+    """
     for param in model.parameters():
-        bits = param.detach().contiguous().view(_SAME_WIDTH_INT[param.element_size()])
-        total += bits.to(torch.int64).sum()
+        whole = param.detach()
+        yield whole.full_tensor() if isinstance(whole, DTensor) else whole
+
+
+def param_checksum(params: Iterable[torch.Tensor]) -> torch.Tensor:
+    """Sum of the parameters' raw bit patterns: exact and order-independent, unlike a float sum."""
+    total: torch.Tensor | None = None
+    for param in params:
+        bits = param.contiguous().view(_SAME_WIDTH_INT[param.element_size()]).to(torch.int64).sum()
+        total = bits if total is None else total + bits
+    if total is None:
+        raise ValueError("the model has no parameters")
     return total
 
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional
 
-from pav_payload.models import MLP_FEATURES, VOCAB_SIZE, ModelConfig
+from pav_payload.models import MLP_FEATURES, ModelConfig
 
 PATTERN_PERIOD = 16
 
@@ -38,12 +38,21 @@ class TeacherRegression:
 class RepeatingTokens:
     """Windows onto a fixed cycle of distinct tokens: the next token always follows from the current one."""
 
-    def __init__(self, seq_len: int, batch_size: int, task_gen: torch.Generator, data_gen: torch.Generator):
+    def __init__(
+        self,
+        seq_len: int,
+        vocab_size: int,
+        batch_size: int,
+        task_gen: torch.Generator,
+        data_gen: torch.Generator,
+    ):
+        if vocab_size < PATTERN_PERIOD:
+            raise ValueError(f"the vocabulary needs at least {PATTERN_PERIOD} tokens")
         device = data_gen.device
         self.batch_size = batch_size
         self.tokens_per_sample = seq_len
         self.data_gen = data_gen
-        self.pattern = torch.randperm(VOCAB_SIZE, generator=task_gen, device=device)[:PATTERN_PERIOD]
+        self.pattern = torch.randperm(vocab_size, generator=task_gen, device=device)[:PATTERN_PERIOD]
         self.steps = torch.arange(seq_len + 1, device=device)
 
     def batch(self) -> Batch:
@@ -67,4 +76,4 @@ def make_task(config: ModelConfig, batch_size: int, seed: int, rank: int, device
     data_gen = torch.Generator(device=device).manual_seed(seed + 1 + rank)
     if config.kind == "mlp":
         return TeacherRegression(MLP_FEATURES, batch_size, task_gen, data_gen)
-    return RepeatingTokens(config.seq_len, batch_size, task_gen, data_gen)
+    return RepeatingTokens(config.seq_len, config.vocab_size, batch_size, task_gen, data_gen)

@@ -1,4 +1,4 @@
-"""Tiny models: big enough to exercise DDP's gradient buckets, small enough for two CPU processes."""
+"""The models: tiny by default (two CPU processes train them in seconds), or a ~1B transformer preset."""
 
 from dataclasses import dataclass
 
@@ -15,19 +15,52 @@ MODELS = tuple(DEFAULT_D_MODEL)
 
 
 @dataclass(frozen=True)
+class SizePreset:
+    """Transformer dimensions (and the batch and learning rate that suit them); any flag overrides one."""
+
+    d_model: int
+    layers: int
+    heads: int
+    vocab_size: int
+    seq_len: int
+    batch_size: int  # per rank
+    lr: float
+
+
+# "1b": 1,142,467,840 parameters (see transformer_parameters). Batch 4 x 2048 tokens per rank fits an
+# 80 GB GPU in float32 under FSDP; the lower learning rate keeps a model this wide from diverging.
+SIZES = {
+    "1b": SizePreset(
+        d_model=2048, layers=20, heads=16, vocab_size=32000, seq_len=2048, batch_size=4, lr=3e-4
+    ),
+}
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     kind: str
     d_model: int
     layers: int
     seq_len: int
+    heads: int = HEADS
+    vocab_size: int = VOCAB_SIZE
 
 
 def build_model(config: ModelConfig) -> nn.Module:
     if config.kind == "mlp":
         return MLP(config.d_model, config.layers)
     if config.kind == "transformer":
-        return TinyLM(config.d_model, config.layers, config.seq_len)
+        return TinyLM(config.d_model, config.layers, config.seq_len, config.heads, config.vocab_size)
     raise ValueError(f"unknown model {config.kind!r}")
+
+
+def transformer_parameters(d_model: int, layers: int, seq_len: int, vocab_size: int) -> int:
+    """TinyLM's parameter count in closed form (it does not depend on the number of heads)."""
+    d = d_model
+    # Per block: attention in/out projections 4d^2 + 4d, feed-forward d -> 4d -> d 8d^2 + 5d, 2 LayerNorms 4d.
+    block = 12 * d * d + 13 * d
+    # Embedding, learned positions, blocks, final LayerNorm, output head with bias.
+    return vocab_size * d + seq_len * d + layers * block + 2 * d + d * vocab_size + vocab_size
 
 
 class MLP(nn.Module):
@@ -46,23 +79,29 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
+    def shard_units(self) -> list[nn.Module]:
+        """The submodules FSDP shards (and gathers) one at a time, before the root takes the rest."""
+        return [layer for layer in self.net if isinstance(layer, nn.Linear)]
+
 
 class TinyLM(nn.Module):
     """Decoder-only language model built from stock PyTorch layers."""
 
-    def __init__(self, d_model: int, layers: int, seq_len: int) -> None:
+    def __init__(
+        self, d_model: int, layers: int, seq_len: int, heads: int = HEADS, vocab_size: int = VOCAB_SIZE
+    ) -> None:
         super().__init__()
-        if d_model % HEADS:
-            raise ValueError(f"d_model {d_model} must be a multiple of {HEADS} heads")
-        self.embed = nn.Embedding(VOCAB_SIZE, d_model)
+        if d_model % heads:
+            raise ValueError(f"d_model {d_model} must be a multiple of {heads} heads")
+        self.embed = nn.Embedding(vocab_size, d_model)
         self.position = nn.Parameter(torch.randn(seq_len, d_model) * 0.02)
         block = nn.TransformerEncoderLayer(
-            d_model, HEADS, 4 * d_model, dropout=0.0, batch_first=True, norm_first=True
+            d_model, heads, 4 * d_model, dropout=0.0, batch_first=True, norm_first=True
         )
         # Nested tensors only help padded batches and warn when combined with norm_first.
         self.blocks = nn.TransformerEncoder(block, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, VOCAB_SIZE)
+        self.head = nn.Linear(d_model, vocab_size)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         length = tokens.shape[1]
@@ -71,3 +110,7 @@ class TinyLM(nn.Module):
         mask = nn.Transformer.generate_square_subsequent_mask(length, device=tokens.device)
         hidden = self.blocks(hidden, mask=mask, is_causal=True)
         return self.head(self.norm(hidden))
+
+    def shard_units(self) -> list[nn.Module]:
+        """One FSDP unit per transformer block; the root keeps embedding, positions, final norm and head."""
+        return list(self.blocks.layers)

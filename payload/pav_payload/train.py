@@ -2,6 +2,7 @@
 
 import argparse
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -9,10 +10,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from pav_payload.consistency import checksum_spread, param_checksum
+from pav_payload.consistency import checksum_spread, full_parameters, param_checksum
 from pav_payload.data import Task, make_task
-from pav_payload.models import DEFAULT_D_MODEL, DEFAULT_LR, ModelConfig, build_model
-from pav_payload.parallel import get_mode
+from pav_payload.models import DEFAULT_D_MODEL, DEFAULT_LR, HEADS, SIZES, VOCAB_SIZE, ModelConfig, build_model
+from pav_payload.parallel import WrapOptions, get_mode
 from pav_payload.runner import Outcome
 from pav_payload.runtime import peak_memory, synchronize
 from pav_payload.session import Session
@@ -20,6 +21,16 @@ from pav_payload.stats import summarize
 
 WARMUP_STEPS = 2
 REQUIRED_LOSS_RATIO = 0.9
+# Defaults of the dimension flags without --size; None where the flag's default depends on the model.
+PLAIN_DEFAULTS = {
+    "d_model": None,
+    "layers": 2,
+    "heads": HEADS,
+    "vocab_size": VOCAB_SIZE,
+    "seq_len": 64,
+    "batch_size": 32,
+    "lr": None,
+}
 
 
 @dataclass(frozen=True)
@@ -43,12 +54,12 @@ def run_train(args: argparse.Namespace, session: Session) -> Outcome:
         raise ValueError("--steps must be >= 2 to see the loss move")
     setup = _setup(args, session)
     loop = train_loop(setup, args.steps)
+    metrics = _metrics(args, setup, loop)  # first: the peak memory is training's, not the check's
+    params = full_parameters(setup.model)
     if args.inject_param_skew == setup.rank:  # test-only fault injection (--inject-param-skew)
-        with torch.no_grad():
-            next(setup.model.parameters()).view(-1)[0] += 1.0
-    checksum = param_checksum(setup.model)
+        params = _skewed(params)
+    checksum = param_checksum(params)
     spread = checksum_spread(checksum) if setup.distributed else 0
-    metrics = _metrics(args, setup, loop)
     # In single mode there is nothing to compare against: the spread is 0 by construction.
     metrics.update(
         param_checksum=int(checksum.item()), param_checksum_spread=spread, params_identical=spread == 0
@@ -64,11 +75,10 @@ def _setup(args: argparse.Namespace, session: Session) -> Setup:
         rank = dist.get_rank()
     else:
         device, rank = session.start_local(), 0
-    config = ModelConfig(args.model, args.d_model or DEFAULT_D_MODEL[args.model], args.layers, args.seq_len)
+    config = ModelConfig(args.model, args.d_model, args.layers, args.seq_len, args.heads, args.vocab_size)
     torch.manual_seed(args.seed)  # same initial weights everywhere, whether or not the mode broadcasts them
-    model = mode.wrap(build_model(config).to(device), device)
-    lr = args.lr if args.lr is not None else DEFAULT_LR[args.model]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    model = mode.wrap(build_model(config).to(device), device, WrapOptions(bf16=args.fsdp_bf16))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     task = make_task(config, args.batch_size, args.seed, rank, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -104,7 +114,9 @@ def _metrics(args: argparse.Namespace, setup: Setup, loop: LoopResult) -> dict[s
     return {
         "model": args.model,
         "mode": args.mode,
+        # A DTensor's numel is the whole parameter's, so this is the full count under FSDP too.
         "parameters": sum(param.numel() for param in setup.model.parameters()),
+        "compute_dtype": "bfloat16" if args.fsdp_bf16 else "float32",
         "steps": args.steps,
         "warmup_steps": args.steps - len(loop.step_times_s),
         "batch_size": args.batch_size,
@@ -117,6 +129,34 @@ def _metrics(args: argparse.Namespace, setup: Setup, loop: LoopResult) -> dict[s
         "loss_last": loop.losses[-1],
         "losses": loop.losses,
     }
+
+
+def resolve_train_args(args: argparse.Namespace) -> None:
+    """Fill in the flags left unset: from the --size preset if one is named, else the plain defaults.
+
+    Raises ValueError for combinations that make no sense; done before the run, so that the report's
+    params show the values actually used.
+    """
+    if args.size is not None and args.model != "transformer":
+        raise ValueError(f"--size {args.size} is a transformer preset; add --model transformer")
+    if args.fsdp_bf16 and args.mode != "fsdp":
+        raise ValueError("--fsdp-bf16 needs --mode fsdp")
+    defaults = dict(PLAIN_DEFAULTS)
+    if args.size is not None:
+        defaults.update(asdict(SIZES[args.size]))
+    defaults["d_model"] = defaults["d_model"] or DEFAULT_D_MODEL[args.model]
+    defaults["lr"] = defaults["lr"] or DEFAULT_LR[args.model]
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
+def _skewed(params: Iterator[torch.Tensor]) -> Iterator[torch.Tensor]:
+    """This rank's copy of the first (whole) parameter, off by one in its first element."""
+    first = next(params).clone()
+    first.view(-1)[0] += 1.0
+    yield first
+    yield from params
 
 
 def _check(loss_first: float, loss_last: float, spread: int) -> list[str]:

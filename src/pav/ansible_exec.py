@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,7 @@ def run_playbook(
     private_dir: Path,
     extravars: dict[str, Any],
     verbose: bool = False,
+    limit: str | None = None,
 ) -> PlaybookOutcome:
     require_tool("ansible-playbook", "install the project (pip install -e .) to get ansible-core")
     outcome = PlaybookOutcome(rc=-1, status="unknown")
@@ -54,13 +58,16 @@ def run_playbook(
         _record(event, outcome)
         return True
 
-    with Progress(stage, hosts, verbose=verbose) as progress:
+    # Ansible's own temp dir, per playbook: a cancelled playbook is SIGKILLed and cannot clean it up.
+    local_tmp = private_dir / "tmp"
+    with Progress(stage, hosts, verbose=verbose) as progress, _removed_after(local_tmp):
         runner = ansible_runner.run(
             private_data_dir=str(private_dir),
             playbook=str(paths.PLAYBOOKS / playbook),
             inventory=str(inventory.resolve()),
             extravars=extravars,
-            envvars=_envvars(),
+            limit=limit,
+            envvars=_envvars() | {"ANSIBLE_LOCAL_TEMP": str(local_tmp)},
             event_handler=on_event,
             # Polled by runner: a signal cancels the playbook, then the pipeline tears down.
             cancel_callback=interrupts.CANCEL.is_set,
@@ -82,11 +89,22 @@ def run_playbook(
     return outcome
 
 
+@contextmanager
+def _removed_after(path: Path) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _envvars() -> dict[str, str]:
     bindir = str(Path(sys.executable).parent)
     return {
         "ANSIBLE_CONFIG": str(paths.ANSIBLE_CFG),
         "ANSIBLE_ROLES_PATH": str(paths.ROLES),
+        # ansible-runner sets False unless told: Ansible would then put StrictHostKeyChecking=no ahead of
+        # the inventory's pinned-key options, and ssh takes the first value it sees.
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
         "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
     }
 

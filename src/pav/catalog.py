@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -129,8 +130,20 @@ CATALOG: dict[str, TestSpec] = {
 }
 
 
+# FOR TESTING ONLY (tests/faults): launches that hang until their timeout. Known only with PAV_FAULT_TESTS=1.
+HANG = ("collectives", "--backend", "gloo", "--ops", "all_reduce", "--sizes", "1K", "--inject-hang")
+FAULT_TESTS: dict[str, TestSpec] = {
+    spec.name: spec
+    for spec in (
+        TestSpec("fault_hang", "FOR TESTING: rank 1 hangs", "torchrun", "host", False, (*HANG, "1")),
+        TestSpec("fault_hang_multi", "FOR TESTING: rank 0 hangs", "torchrun", "cluster", False, (*HANG, "0")),
+    )
+}
+
+
 def select(names: list[str]) -> list[TestSpec]:
-    unknown = [n for n in names if n not in CATALOG]
+    known = CATALOG | (FAULT_TESTS if os.environ.get("PAV_FAULT_TESTS") == "1" else {})
+    unknown = [n for n in names if n not in known]
     if unknown:
         raise PavError(f"unknown test(s) {', '.join(unknown)} in pav_tests; known: {', '.join(CATALOG)}")
-    return [CATALOG[n] for n in names]
+    return [known[n] for n in names]

@@ -37,6 +37,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--hosts", type=int, help="how many hosts an env that provisions creates")
     p.add_argument("--tests", help="comma list of tests to run instead of the env's pav_tests")
+    p.add_argument(
+        "--test-timeout",
+        type=int,
+        metavar="SECONDS",
+        help="limit of each test launch, killed on the host past it (overrides pav_test_timeout_s)",
+    )
+    p.add_argument(
+        "--allow-missing",
+        type=int,
+        default=0,
+        metavar="N",
+        help="go on without up to N hosts that cannot be reached; their tests are reported as error",
+    )
     tuning = p.add_mutually_exclusive_group()
     tuning.add_argument(
         "--apply-tuning",
@@ -67,6 +80,10 @@ def make_context(args: argparse.Namespace) -> RunContext:
     env: EnvSpec = custom_env(args.inventory) if args.inventory else resolve_env(args.env or "local")
     if args.hosts is not None and args.hosts < 1:
         raise PavError("--hosts must be at least 1")
+    if args.allow_missing < 0:
+        raise PavError("--allow-missing must be 0 or more")
+    if args.test_timeout is not None and args.test_timeout < 1:
+        raise PavError("--test-timeout must be at least 1 second")
     options = Options(
         stages=parse_stages(args.stages),
         keep=args.keep,
@@ -74,10 +91,13 @@ def make_context(args: argparse.Namespace) -> RunContext:
         verbose=args.verbose,
         hosts=args.hosts,
         apply_tuning=args.apply_tuning,
+        allow_missing=args.allow_missing,
     )
     settings = load_settings(env.inventory_dir)
     if args.tests:
         settings.tests = [t.strip() for t in args.tests.split(",") if t.strip()]
+    if args.test_timeout is not None:
+        settings.test_timeout_s = args.test_timeout
     # Unknown tests or profiles fail here, before anything is provisioned.
     catalog.select(settings.tests)
     if settings.threshold_profile != "auto":

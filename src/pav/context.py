@@ -26,6 +26,7 @@ class Options:
     verbose: bool = False
     hosts: int | None = None  # --hosts N for envs that provision
     apply_tuning: bool | None = None  # None: the env's pav_apply_tuning
+    allow_missing: int = 0  # --allow-missing N: unreachable hosts the run goes on without
 
 
 @dataclass
@@ -39,6 +40,7 @@ class RunContext:
     hosts: list[Host] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     provisioned: dict[str, Any] = field(default_factory=dict)  # what teardown must destroy
+    missing: dict[str, str] = field(default_factory=dict)  # host -> why it left the run (unreachable)
 
     @property
     def host_names(self) -> list[str]:
@@ -57,11 +59,17 @@ class RunContext:
             "pav_remote_dir": self.settings.remote_dir,
             "pav_payload_src": str(paths.PAYLOAD),
             "pav_apply_tuning": self.apply_tuning,
+            "pav_allow_missing": self.options.allow_missing,
             # Outlives the run: keys the hosts keep (mpirun's cluster key) must be the same next run.
             "pav_state_dir": str(state_dir(self.env.state_name)),
             # Hosts that share this machine's filesystem (local, sim) run the payload with this Python.
             "pav_controller_python": sys.executable,
         }
+
+    @property
+    def limit(self) -> str | None:
+        """Ansible's --limit once hosts were dropped: playbooks then skip them instead of retrying them."""
+        return ",".join(self.host_names) if self.missing else None
 
     def wants(self, stage: str) -> bool:
         return stage in self.options.stages

@@ -22,12 +22,19 @@ NcclGates = Mapping[str, Sequence[NcclGate]]
 
 
 def evaluate_launch(
-    launch: Launch, run_dir: Path, gates: list[Gate], nccl_gates: NcclGates | None = None
+    launch: Launch,
+    run_dir: Path,
+    gates: list[Gate],
+    nccl_gates: NcclGates | None = None,
+    lost: Mapping[str, str] | None = None,
 ) -> list[TestResult]:
-    """Host-scope tests get a result per host; a cluster test gets one result spanning its members."""
+    """Host-scope tests get a result per host; a cluster test gets one result spanning its members.
+
+    lost: hosts that left the run (host -> why), named in the reason of a test they give no result to.
+    """
     if launch.scope == "cluster":
-        return [evaluate_group(launch, launch.hosts, launch.members, run_dir, gates, nccl_gates)]
-    return [evaluate_group(launch, [h], [h], run_dir, gates, nccl_gates) for h in launch.hosts]
+        return [evaluate_group(launch, launch.hosts, launch.members, run_dir, gates, nccl_gates, lost)]
+    return [evaluate_group(launch, [h], [h], run_dir, gates, nccl_gates, lost) for h in launch.hosts]
 
 
 def evaluate_group(
@@ -37,6 +44,7 @@ def evaluate_group(
     run_dir: Path,
     gates: list[Gate],
     nccl_gates: NcclGates | None = None,
+    lost: Mapping[str, str] | None = None,
 ) -> TestResult:
     result = TestResult(launch.test, members, "error", threshold={"gates": [g.describe() for g in gates]})
     dirs = {h: run_dir / "hosts" / h / "results" / launch.test for h in launch_hosts}
@@ -47,7 +55,9 @@ def evaluate_group(
     result = _with_wall_time(result, dirs)
     missing = [h for h, rc in rcs.items() if rc is None]
     if missing:
-        result.reason = f"no result came back from {', '.join(missing)} (it did not run, or collect failed)"
+        why = "; ".join(f"host {h} {lost[h]}" for h in missing if lost and h in lost)
+        cause = f": {why}" if why else " (it did not run, or collect failed)"
+        result.reason = f"no result came back from {', '.join(missing)}{cause}"
         return result
     timed_out = [h for h, rc in rcs.items() if rc in TIMEOUT_RCS]
     if timed_out:

@@ -29,3 +29,8 @@ def raise_if_requested() -> None:
 
 def requested() -> bool:
     return bool(_requested)
+
+
+def interruption() -> Interrupted | None:
+    """The Interrupted error for the first signal that arrived, if one did."""
+    return Interrupted(_requested[0]) if _requested else None

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pav import interrupts
+from pav import interrupts, scrub
 from pav.context import RunContext
-from pav.errors import PavError
+from pav.errors import Interrupted, PavError
 from pav.results import utc_now
 from pav.stages import collect, configure, provision, report, teardown, validate
 
 StageFn = Callable[[RunContext], str]
+# Stages a signal stops; collect, report and teardown still run after it.
+RUN_STAGES = ("provision", "configure", "validate")
 
 
 def execute(ctx: RunContext) -> int:
@@ -32,6 +34,7 @@ def execute(ctx: RunContext) -> int:
     finally:
         error = _wrap_up(ctx, error)
         report.write(ctx)  # once more, so the files show teardown's outcome too
+        scrub.scrub_run(ctx)  # last: the teardown playbook may still have needed the inventory's secrets
     if error is not None:
         return error.exit_code
     return 0 if ctx.results.verdict in ("PASS", "NONE") else 1
@@ -69,16 +72,24 @@ def _stage(ctx: RunContext, name: str, fn: StageFn) -> None:
     # The report always runs: every run, however it ends, leaves results.json and summary.txt.
     if not ctx.wants(name) and name != "report":
         return
-    if name in ("provision", "configure", "validate"):
+    if name in RUN_STAGES:
         interrupts.raise_if_requested()
     record = ctx.results.stage(name)
     record.started, record.status = utc_now(), "failed"
     try:
         record.detail = fn(ctx)
         record.status = "ok"
+    except PavError as exc:
+        stop = interrupts.interruption() if name in RUN_STAGES else None
+        if stop is not None and not isinstance(exc, Interrupted):
+            # The tool the stage ran failed because the signal stopped it (a halted terraform apply).
+            record.detail, record.status = f"{stop} ({exc})", "interrupted"
+            raise stop from exc
+        record.detail = str(exc)
+        record.status = "interrupted" if isinstance(exc, Interrupted) else "failed"
+        raise
     except Exception as exc:
         record.detail = str(exc)
-        record.status = "interrupted" if getattr(exc, "exit_code", 0) in (130, 143) else "failed"
         raise
     finally:
         record.ended = utc_now()

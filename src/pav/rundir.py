@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from datetime import UTC, datetime
@@ -23,6 +24,9 @@ def prepare(run_dir: Path) -> Path:
         probe.write_text("ok")
         probe.unlink()
     except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            full = f"run dir {run_dir}: its disk is full; free space or pass --run-dir elsewhere"
+            raise PavError(full) from None
         raise PavError(
             f"run dir {run_dir} is not writable ({exc.strerror}); pass --run-dir with a writable folder"
         ) from None

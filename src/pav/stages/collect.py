@@ -16,6 +16,7 @@ def run(ctx: RunContext) -> str:
         ctx.run_dir / "ansible" / "collect",
         ctx.extravars(),
         verbose=ctx.options.verbose,
+        limit=ctx.limit,
     )
     record_hosts(ctx, outcome, "collect")
     missing = sorted(outcome.failed_hosts)

@@ -21,9 +21,10 @@ def run(ctx: RunContext) -> str:
     )
     record_hosts(ctx, outcome, "configure")
     save_facts(ctx, outcome)
-    raise_for_hosts(outcome, "configure")
+    raise_for_hosts(ctx, outcome, "configure")
     mode = "applied" if ctx.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
-    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}"
+    dropped = f"; went on without {', '.join(ctx.missing)} (--allow-missing)" if ctx.missing else ""
+    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{dropped}"
 
 
 def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
@@ -59,11 +60,19 @@ def load_facts(ctx: RunContext) -> None:
             record.facts = json.loads(path.read_text())
 
 
-def raise_for_hosts(outcome: PlaybookOutcome, stage: str) -> None:
-    if outcome.unreachable:
-        host, msg = next(iter(outcome.unreachable.items()))
+def raise_for_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
+    """Unreachable hosts leave the run: up to --allow-missing of them it goes on without, and their tests
+    are error. A task that failed on a host that answered stops the run."""
+    for host, msg in outcome.unreachable.items():
+        lost = "is unreachable" if stage == "configure" else f"became unreachable during {stage}"
+        ctx.missing.setdefault(host, f"{lost}: {msg}")
+    ctx.hosts = [h for h in ctx.hosts if h.name not in ctx.missing]
+    if outcome.unreachable and (len(ctx.missing) > ctx.options.allow_missing or not ctx.hosts):
+        host = next(iter(outcome.unreachable))
         others = f" (and {len(outcome.unreachable) - 1} more)" if len(outcome.unreachable) > 1 else ""
-        raise PavError(f"host {host} is unreachable{others}: {msg}; check its address, SSH user and key")
-    if outcome.failures:
-        host, msgs = next(iter(outcome.failures.items()))
+        rest = f", or pass --allow-missing {len(ctx.missing)} to validate the rest" if ctx.hosts else ""
+        raise PavError(f"host {host} {ctx.missing[host]}{others}; check its address, SSH user and key{rest}")
+    failures = {h: msgs for h, msgs in outcome.failures.items() if h not in ctx.missing}
+    if failures:
+        host, msgs = next(iter(failures.items()))
         raise PavError(f"{stage} failed on {host}: {msgs[0]}")

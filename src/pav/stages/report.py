@@ -24,7 +24,7 @@ def judge(ctx: RunContext) -> None:
     derived: dict[str, list[Gate]] = {}
     for launch in ctx.launches:
         measured, derived[launch.test] = split_gates(gates.get(launch.test, []))
-        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, measured, nccl_gates))
+        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, measured, nccl_gates, ctx.missing))
     add_scaling(ctx.results.tests, derived)
     tests = [asdict(t) for t in ctx.results.tests]
     ctx.results.cross_check = cross_check(tests, list(ctx.results.hosts))

@@ -24,6 +24,7 @@ def run(ctx: RunContext) -> str:
         ctx.run_dir / "ansible" / "teardown",
         ctx.extravars(),
         verbose=ctx.options.verbose,
+        limit=ctx.limit,
     )
     left = sorted(outcome.failed_hosts)
     return "removed the run's work dir on every host" + (f" except {', '.join(left)}" if left else "")

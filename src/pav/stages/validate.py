@@ -6,6 +6,7 @@ from pav import catalog
 from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.launches import HostView, plan_launches
+from pav.results import TestResult
 from pav.stages.configure import raise_for_hosts, record_hosts
 
 
@@ -17,6 +18,12 @@ def plan(ctx: RunContext) -> None:
     specs = catalog.select(ctx.settings.tests)
     ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id)
     ctx.results.tests.extend(skipped)
+    # Hosts the run went on without (--allow-missing): every test they would have taken part in is error.
+    ctx.results.tests.extend(
+        TestResult(spec.name, [host], "error", f"not validated: host {host} {why}")
+        for host, why in ctx.missing.items()
+        for spec in specs
+    )
 
 
 def run(ctx: RunContext) -> str:
@@ -32,7 +39,8 @@ def run(ctx: RunContext) -> str:
         ctx.run_dir / "ansible" / "validate",
         extravars,
         verbose=ctx.options.verbose,
+        limit=ctx.limit,
     )
     record_hosts(ctx, outcome, "validate")
-    raise_for_hosts(outcome, "validate")
+    raise_for_hosts(ctx, outcome, "validate")
     return f"{len(ctx.launches)} test(s) launched"
