@@ -115,6 +115,15 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("train", "--mode", "ddp", *GPU_MODEL),
         ),
+        TestSpec(
+            "train_gpu_fsdp",
+            "FSDP2 of a ~1.1B-parameter transformer over all GPUs of a host (bf16 compute): tokens/s/GPU",
+            "torchrun",
+            "host",
+            True,
+            ("train", "--mode", "fsdp", "--model", "transformer", "--size", "1b", "--fsdp-bf16",
+             "--steps", "30"),  # fmt: skip
+        ),
         *(
             TestSpec(
                 f"nccl_tests_{op}",

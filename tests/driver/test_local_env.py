@@ -64,7 +64,7 @@ def test_artifacts_and_junit(local_run: tuple[int, Path, str]) -> None:
     results = (run_dir / "hosts" / "localhost" / "results").iterdir()
     assert {p.name for p in results} == {"torch_gloo_allreduce", "ddp_cpu_train"}
     junit = (run_dir / "junit.xml").read_text()
-    assert 'tests="11"' in junit and 'skipped="9"' in junit and 'failures="0"' in junit
+    assert 'tests="12"' in junit and 'skipped="10"' in junit and 'failures="0"' in junit
 
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:

