@@ -121,8 +121,18 @@ CATALOG: dict[str, TestSpec] = {
             "torchrun",
             "host",
             True,
-            ("train", "--mode", "fsdp", "--model", "transformer", "--size", "1b", "--fsdp-bf16",
-             "--steps", "30"),  # fmt: skip
+            (
+                "train",
+                "--mode",
+                "fsdp",
+                "--model",
+                "transformer",
+                "--size",
+                "1b",
+                "--fsdp-bf16",
+                "--steps",
+                "30",
+            ),
         ),
         *(
             TestSpec(
