@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import configparser
+import hashlib
 import os
 import shutil
+import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,6 +64,11 @@ def run_playbook(
 
     # Ansible's own temp dir, per playbook: a cancelled playbook is SIGKILLed and cannot clean it up.
     local_tmp = private_dir / "tmp"
+    envvars = _envvars() | {
+        "ANSIBLE_LOCAL_TEMP": str(local_tmp),
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir(private_dir.parent)),
+        "PAV_PLAYBOOK": str(private_dir),  # marks ansible-playbook, its workers and their ssh
+    }
     with Progress(stage, hosts, verbose=verbose) as progress, _removed_after(local_tmp):
         runner = ansible_runner.run(
             private_data_dir=str(private_dir),
@@ -67,7 +76,7 @@ def run_playbook(
             inventory=str(inventory.resolve()),
             extravars=extravars,
             limit=limit,
-            envvars=_envvars() | {"ANSIBLE_LOCAL_TEMP": str(local_tmp)},
+            envvars=envvars,
             event_handler=on_event,
             # Polled by runner: a signal cancels the playbook, then the pipeline tears down.
             cancel_callback=interrupts.CANCEL.is_set,
@@ -75,6 +84,10 @@ def run_playbook(
             quiet=True,
             json_mode=False,
         )
+        if runner.status == "canceled":
+            # Ansible's workers run in sessions of their own: runner's SIGKILL of the playbook's process
+            # group misses them, and they would go on with their task after the run.
+            _kill_marked(f"PAV_PLAYBOOK={private_dir}")
         outcome.rc = runner.rc
         outcome.status = runner.status
         outcome.stats = _per_host(runner.stats or {})
@@ -87,6 +100,43 @@ def run_playbook(
         tail = _stdout_tail(runner)
         raise PavError(f"{stage}: ansible-playbook {playbook} failed (rc={runner.rc}): {tail}")
     return outcome
+
+
+def control_dir(ansible_dir: Path) -> Path:
+    """The run's SSH master connections keep their sockets in a folder of the run's own (under ansible.cfg's
+    short control_path_dir: a socket path has ~100 characters at most), so the run can close them."""
+    base = os.environ.get("ANSIBLE_SSH_CONTROL_PATH_DIR") or _configured("ssh_connection", "control_path_dir")
+    return Path(base or "/tmp/pav-cp") / hashlib.sha256(str(ansible_dir.resolve()).encode()).hexdigest()[:8]
+
+
+def close_connections(ansible_dir: Path) -> None:
+    """Stop the run's SSH masters: ControlPersist would keep each one alive for minutes after the run."""
+    folder = control_dir(ansible_dir)
+    ssh = shutil.which("ssh")
+    if ssh and folder.is_dir():
+        for sock in sorted(folder.iterdir()):
+            try:
+                subprocess.run([ssh, "-S", str(sock), "-O", "exit", "pav"], capture_output=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _configured(section: str, key: str) -> str | None:
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(paths.ANSIBLE_CFG)
+    return cfg.get(section, key, fallback=None)
+
+
+def _kill_marked(entry: str) -> None:
+    """SIGKILL every process whose environment holds entry (NAME=value); Linux's /proc, elsewhere nothing."""
+    proc = Path("/proc")
+    for pid in (p for p in proc.iterdir() if p.name.isdigit()) if proc.is_dir() else []:
+        try:
+            if entry.encode() in (pid / "environ").read_bytes().split(b"\0"):
+                os.kill(int(pid.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue
 
 
 @contextmanager
@@ -102,8 +152,8 @@ def _envvars() -> dict[str, str]:
     return {
         "ANSIBLE_CONFIG": str(paths.ANSIBLE_CFG),
         "ANSIBLE_ROLES_PATH": str(paths.ROLES),
-        # ansible-runner sets False unless told: Ansible would then put StrictHostKeyChecking=no ahead of
-        # the inventory's pinned-key options, and ssh takes the first value it sees.
+        # ansible-runner sets False unless told: Ansible then turns ssh's strict checking off ahead of the
+        # inventory's pinned-key options, and ssh takes the first value it sees.
         "ANSIBLE_HOST_KEY_CHECKING": "True",
         "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
     }

@@ -160,9 +160,9 @@ FAULT_TESTS: dict[str, TestSpec] = {
 }
 
 
-def select(names: list[str]) -> list[TestSpec]:
+def select(names: list[str], where: str = "pav_tests") -> list[TestSpec]:
     known = CATALOG | (FAULT_TESTS if os.environ.get("PAV_FAULT_TESTS") == "1" else {})
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise PavError(f"unknown test(s) {', '.join(unknown)} in pav_tests; known: {', '.join(CATALOG)}")
+        raise PavError(f"unknown test(s) {', '.join(unknown)} in {where}; known: {', '.join(CATALOG)}")
     return [known[n] for n in names]

@@ -11,7 +11,7 @@ from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.results import RunResults
-from pav.settings import load_settings
+from pav.settings import Settings, load_settings, settings_file
 from pav.thresholds import profile_path
 
 EXIT_HELP = (
@@ -98,10 +98,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         settings.tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     if args.test_timeout is not None:
         settings.test_timeout_s = args.test_timeout
-    # Unknown tests or profiles fail here, before anything is provisioned.
-    catalog.select(settings.tests)
-    if settings.threshold_profile != "auto":
-        profile_path(settings.threshold_profile)
+    check_names(settings, env, from_cli=bool(args.tests))
     run_id = rundir.new_run_id(env.name)
     run_dir = args.run_dir or rundir.default_run_dir(run_id)
     results = RunResults(
@@ -112,6 +109,17 @@ def make_context(args: argparse.Namespace) -> RunContext:
         threshold_profile=settings.threshold_profile,
     )
     return RunContext(env=env, options=options, settings=settings, run_dir=run_dir, results=results)
+
+
+def check_names(settings: Settings, env: EnvSpec, from_cli: bool) -> None:
+    """Unknown tests or profiles fail here, before anything is provisioned, naming where they were set."""
+    where = settings_file(env.inventory_dir) or env.inventory_dir
+    catalog.select(settings.tests, "--tests" if from_cli else f"pav_tests of {where}")
+    if settings.threshold_profile != "auto":
+        try:
+            profile_path(settings.threshold_profile)
+        except PavError as exc:
+            raise PavError(f"{where}: {exc}") from None
 
 
 def run(argv: list[str]) -> int:

@@ -45,6 +45,8 @@ def resolve_env(name: str) -> EnvSpec:
         )
     hosts = inventory_dir / "hosts.yml"
     tf = paths.TERRAFORM / "envs" / name
+    if not hosts.is_file() and not tf.is_dir():
+        raise PavError(f"env '{name}' has no hosts: add {hosts}, or a Terraform root {tf} that creates them")
     return EnvSpec(
         name=name,
         inventory_dir=inventory_dir,

@@ -30,7 +30,8 @@ def evaluate_launch(
 ) -> list[TestResult]:
     """Host-scope tests get a result per host; a cluster test gets one result spanning its members.
 
-    lost: hosts that left the run (host -> why), named in the reason of a test they give no result to.
+    lost: why a host gave no result (host -> a phrase: it left the run, the run was interrupted), named in
+    the reason of a test it gives no result to.
     """
     if launch.scope == "cluster":
         return [evaluate_group(launch, launch.hosts, launch.members, run_dir, gates, nccl_gates, lost)]
@@ -55,7 +56,7 @@ def evaluate_group(
     result = _with_wall_time(result, dirs)
     missing = [h for h, rc in rcs.items() if rc is None]
     if missing:
-        why = "; ".join(f"host {h} {lost[h]}" for h in missing if lost and h in lost)
+        why = "; ".join(dict.fromkeys(lost[h] for h in missing if lost and h in lost))
         cause = f": {why}" if why else " (it did not run, or collect failed)"
         result.reason = f"no result came back from {', '.join(missing)}{cause}"
         return result

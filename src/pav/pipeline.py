@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pav import interrupts, scrub
+from pav.ansible_exec import close_connections
 from pav.context import RunContext
 from pav.errors import Interrupted, PavError
 from pav.results import utc_now
@@ -34,6 +35,7 @@ def execute(ctx: RunContext) -> int:
     finally:
         error = _wrap_up(ctx, error)
         report.write(ctx)  # once more, so the files show teardown's outcome too
+        close_connections(ctx.run_dir / "ansible")
         scrub.scrub_run(ctx)  # last: the teardown playbook may still have needed the inventory's secrets
     if error is not None:
         return error.exit_code

@@ -17,10 +17,13 @@ from typing import Any
 import yaml
 
 from pav.context import RunContext
-from pav.nccl_tests.redact import MIN_SECRET_LEN, is_secret_name, redact_text, secret_values
+from pav.nccl_tests.redact import is_secret_name, redact_text, secret_values
 
 # Secret-named, but their values say where a secret is, not what it is (ansible_ssh_private_key_file).
 _LOCATION_SUFFIXES = ("_FILE", "_PATH", "_DIR")
+# Shorter values of secret-named variables are words, not secrets (a HOST_KEY_CHECKING of False):
+# replacing them everywhere would corrupt the results.
+MIN_KNOWN_LEN = 6
 
 
 def scrub_run(ctx: RunContext) -> None:
@@ -37,7 +40,7 @@ def run_secrets(ctx: RunContext) -> set[str]:
     for path in _files(ctx.run_dir / "inventory"):
         if path.suffix in (".yml", ".yaml", ".json"):
             found |= set(_secret_vars(_load(path)))
-    return found
+    return {value for value in found if len(value) >= MIN_KNOWN_LEN}
 
 
 def scrub_text(text: str, secrets: Iterable[str]) -> str:
@@ -68,7 +71,7 @@ def _secret_vars(data: Any, name: str = "") -> Iterator[str]:
     elif isinstance(data, list):
         for item in data:
             yield from _secret_vars(item, name)
-    elif isinstance(data, str) and len(data) >= MIN_SECRET_LEN and _is_secret_var(name):
+    elif isinstance(data, str) and _is_secret_var(name):
         yield data
 
 

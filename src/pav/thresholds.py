@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ def auto_profile(host_facts: list[dict[str, Any]]) -> str:
 
 def profile_path(name: str) -> Path:
     path = paths.THRESHOLDS / f"{name}.yml"
-    if not path.is_file():
+    if not re.fullmatch(r"[\w.-]+", name) or not path.is_file():
         known = ", ".join(known_profiles())
         raise PavError(f"unknown threshold profile '{name}'; known: auto, {known}; fix pav_threshold_profile")
     return path

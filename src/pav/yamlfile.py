@@ -15,6 +15,8 @@ def load_yaml(path: Path) -> Any:
         text = path.read_text()
     except OSError as exc:
         raise PavError(f"cannot read {path}: {exc.strerror}; check the path and its permissions") from None
+    except UnicodeDecodeError as exc:
+        raise PavError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     try:
         return yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
@@ -23,7 +25,7 @@ def load_yaml(path: Path) -> Any:
         problem = exc.problem or exc.context or "invalid syntax"
         raise PavError(f"{where}: malformed YAML ({problem}); fix the syntax at that line") from None
     except yaml.YAMLError as exc:
-        raise PavError(f"{path}: malformed YAML ({exc}); fix the file") from None
+        raise PavError(f"{path}: malformed YAML ({' '.join(str(exc).split())}); fix the file") from None
 
 
 def load_mapping(path: Path) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import datetime
 
+from pav import interrupts
 from pav.commands.check_nccl import load_gates
 from pav.context import RunContext
 from pav.derive import add_scaling, split_gates
@@ -22,9 +23,13 @@ def judge(ctx: RunContext) -> None:
     ctx.results.threshold_profile = profile
     gates, nccl_gates = load_profile(profile), load_gates(profile)
     derived: dict[str, list[Gate]] = {}
+    lost: dict[str, str] = {}
+    if interrupts.requested():  # launches cut short: nothing was collected
+        lost = {h: f"the run was {ctx.results.error}" for launch in ctx.launches for h in launch.hosts}
+    lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
     for launch in ctx.launches:
         measured, derived[launch.test] = split_gates(gates.get(launch.test, []))
-        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, measured, nccl_gates, ctx.missing))
+        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, measured, nccl_gates, lost))
     add_scaling(ctx.results.tests, derived)
     tests = [asdict(t) for t in ctx.results.tests]
     ctx.results.cross_check = cross_check(tests, list(ctx.results.hosts))

@@ -1,0 +1,242 @@
+"""Faults: each test breaks one thing and checks that the run survives it, says what happened, and leaves
+nothing behind: no namespace, mount, process, Terraform resource or temp file of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, CliRun, run_cli
+from tests.sim.conftest import sim_deps  # noqa: F401  (the fixture, for the tests that use sim hosts)
+from tests.sim.leftovers import cluster_id, leftovers
+
+SIM_HOSTS = ROOT / "scripts" / "sim-hosts"
+
+
+@dataclass
+class Sandbox:
+    """One fault test's world: the env's state dir and temp dirs of its own, run dirs beside them."""
+
+    base: Path
+
+    @property
+    def state(self) -> Path:
+        return self.base / "state"
+
+    @property
+    def tmp(self) -> Path:
+        return self.base / "tmp"
+
+    @property
+    def ansible_tmp(self) -> Path:
+        return self.base / "ansible-tmp"
+
+    @property
+    def control_dir(self) -> Path:
+        """Where Ansible's SSH master connections keep their sockets (ansible.cfg's is shared)."""
+        return self.base / "cp"
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {
+            "PAV_STATE_DIR": str(self.state),
+            # Whatever the driver, Ansible or Terraform leave in a temp dir lands here, where it is seen.
+            "TMPDIR": str(self.tmp),
+            "ANSIBLE_LOCAL_TEMP": str(self.ansible_tmp),
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(self.control_dir),
+            "PAV_FAULT_TESTS": "1",
+            **(extra or {}),
+        }
+
+    def run_dir(self, run: str | Path) -> Path:
+        return run if isinstance(run, Path) else self.base / run
+
+    def cli(
+        self, *args: str, run: str | Path = "run", env: dict[str, str] | None = None, timeout: int = 900
+    ) -> CliRun:
+        return run_cli(*args, "--run-dir", str(self.run_dir(run)), env=self.env(env), timeout=timeout)
+
+    def start(self, *args: str, run: str = "run") -> subprocess.Popen[str]:
+        """The driver in a session of its own, as a shell runs a foreground job: signals go to it, or to its
+        whole process group, as a test chooses."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "pav", *args, "--run-dir", str(self.run_dir(run))],
+            cwd=ROOT,
+            env={**os.environ, **self.env()},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    def results(self, run: str = "run") -> dict[str, Any]:
+        return json.loads((self.run_dir(run) / "results.json").read_text())
+
+    def host_down(self, index: int) -> None:
+        subprocess.run(
+            [str(SIM_HOSTS), "host-down", "--state-dir", str(self.state / "sim"), "--index", str(index)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    def left(self, runs: tuple[str, ...] = ()) -> list[str]:
+        """Everything of the env, and of the given runs, that still exists."""
+        found = leftovers(self.state) if (self.state / "sim").exists() else []
+        found += [f"terraform resource {r}" for r in terraform_resources(self.state)]
+        found += [f"temp file {p}" for d in (self.tmp, self.ansible_tmp) for p in sorted(d.rglob("*"))]
+        found += [f"ssh master {pid}" for pid in processes(str(self.control_dir))]
+        for run in runs:
+            found += [f"ansible temp dir {p}" for p in self.run_dir(run).glob("ansible/*/tmp")]
+            run_id = self.results(run)["run_id"]
+            found += [f"process {pid} of run {run_id}" for pid in launch_processes(run_id)]
+        return found
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path)
+    for folder in (box.tmp, box.ansible_tmp, box.control_dir):
+        folder.mkdir()
+    try:
+        yield box
+    finally:
+        # A failed test must not leave its cluster to the next one; the test itself checked first.
+        if (box.state / "sim").exists():
+            subprocess.run(
+                [str(SIM_HOSTS), "down", "--state-dir", str(box.state / "sim")],
+                capture_output=True,
+                timeout=300,
+                check=False,
+            )
+
+
+@dataclass
+class Configured:
+    """A sim cluster of 3 hosts, provisioned and configured once, for the faults that need only validate.
+
+    Tests reach it through a static inventory (--inventory) of some of its hosts: their teardown leaves
+    the hosts up. Hosts 0 and 1 are for tests that leave them as they found them; host 2 may be killed.
+    """
+
+    box: Sandbox
+
+    @property
+    def names(self) -> list[str]:
+        return [f"sim-{cluster_id(self.box.state)}-{i}" for i in range(3)]
+
+    def inventory(self, *indices: int) -> Path:
+        """An inventory of the given hosts, with the sim env's group_vars beside it."""
+        setup = self.box.run_dir("setup") / "inventory"
+        folder = self.box.base / f"inv-{'-'.join(map(str, indices))}"
+        if not folder.exists():
+            shutil.copytree(setup, folder)
+            hosts = yaml.safe_load((setup / "hosts.yml").read_text())["all"]["hosts"]
+            kept = {self.names[i]: hosts[self.names[i]] for i in indices}
+            (folder / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": kept}}, sort_keys=False))
+        return folder / "hosts.yml"
+
+    def validate(self, *indices: int) -> tuple[str, ...]:
+        """Options of a run on those hosts: validate, collect, report and teardown (not destroy)."""
+        return ("--inventory", str(self.inventory(*indices)), "--stages", "validate,collect,report,teardown")
+
+    def host_dir(self, index: int) -> Path:
+        """What host `index` wrote to its own root (its overlay's upper layer)."""
+        return self.box.state / "sim" / "run" / str(index) / "fs" / "upper"
+
+    def remote_run_dir(self, index: int, run_id: str) -> Path:
+        return self.host_dir(index) / "var" / "tmp" / "pav" / "runs" / run_id
+
+
+@pytest.fixture(scope="session")
+def configured(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Configured]:  # noqa: F811
+    box = Sandbox(tmp_path_factory.mktemp("configured"))
+    for folder in (box.tmp, box.ansible_tmp, box.control_dir):
+        folder.mkdir()
+    try:
+        up = box.cli("--env", "sim", "--hosts", "3", "--stages", "provision,configure", "--keep", run="setup")
+        assert up.rc == 0, up.stdout + up.stderr
+        yield Configured(box)
+        down = box.cli("--env", "sim", "--stages", "teardown", run="down")
+        assert down.rc == 0, down.stdout + down.stderr
+        assert box.left(("setup", "down")) == []
+    finally:
+        subprocess.run(
+            [str(SIM_HOSTS), "down", "--state-dir", str(box.state / "sim")],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+
+
+def terraform_resources(state: Path) -> list[str]:
+    """What the env's Terraform state still holds (what `terraform state list` would print)."""
+    path = state / "terraform.tfstate"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text() or "{}")
+    return [f"{r['type']}.{r['name']}" for r in data.get("resources", []) if r.get("instances")]
+
+
+def launch_processes(run_id: str) -> list[int]:
+    """Processes of any launch of the run, on this machine or a sim host (their /proc is this one's)."""
+    marker = f"PAV_LAUNCH={run_id}/".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and any(entry.startswith(marker) for entry in environ.split(b"\0")):
+            found.append(int(proc.name))
+    return found
+
+
+def wait_for(
+    what: str, check: Callable[[], Any], timeout: float, proc: subprocess.Popen[str] | None = None
+) -> Any:
+    """Poll until check() is truthy; fail naming `what` (and the driver's output if it already exited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        if proc is not None and proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"the driver exited ({proc.returncode}) before {what}:\n{out}\n{err}")
+        time.sleep(0.1)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def processes(*needles: str, environ: str = "") -> list[int]:
+    """Live processes whose command line contains every needle (and whose environment contains environ)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            env = (proc / "environ").read_bytes().decode(errors="replace") if environ else ""
+        except OSError:
+            continue
+        if all(n in cmd for n in needles) and environ in env:
+            found.append(int(proc.name))
+    return found
+
+
+def error_lines(run: CliRun | tuple[str, str]) -> list[str]:
+    stderr = run.stderr if isinstance(run, CliRun) else run[1]
+    return [ln for ln in stderr.splitlines() if ln.startswith("error:")]

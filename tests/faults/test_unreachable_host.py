@@ -1,0 +1,59 @@
+"""A host unreachable from the start (its sshd and namespace gone after provision): the run names it and
+stops with exit 2, before configuring the others for nothing, and tears down. With --allow-missing 1 the
+run goes on without it: its tests are error naming it, the rest are validated."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import assert_one_line_error
+from tests.faults.conftest import Sandbox
+from tests.sim.leftovers import cluster_id
+
+pytestmark = pytest.mark.slow
+
+REST = ("--stages", "configure,validate,collect,report,teardown", "--tests", "torch_gloo_allreduce")
+
+
+def provision_then_lose_host1(sandbox: Sandbox) -> tuple[str, str]:
+    up = sandbox.cli("--env", "sim", "--hosts", "2", "--stages", "provision", "--keep", run="provision")
+    assert up.rc == 0, up.stdout + up.stderr
+    sandbox.host_down(1)
+    return tuple(f"sim-{cluster_id(sandbox.state)}-{i}" for i in (0, 1))  # type: ignore[return-value]
+
+
+def test_unreachable_host_stops_the_run(sim_deps: None, sandbox: Sandbox) -> None:
+    host0, host1 = provision_then_lose_host1(sandbox)
+    run = sandbox.cli("--env", "sim", *REST)
+    assert_one_line_error(run, f"host {host1} is unreachable", "--allow-missing 1")
+    results = sandbox.results()
+    assert results["hosts"][host1]["status"] == "unreachable"
+    stages = {s["name"]: s for s in results["stages"]}
+    assert stages["configure"]["status"] == "failed"
+    # The preflight stopped every host at its first task: the reachable one was not configured for nothing.
+    assert results["hosts"][host0]["changes"] == []
+    assert "validate" not in stages
+    assert stages["teardown"]["status"] == "ok" and len(results["destroyed"]) == 3
+    assert results["verdict"] == "ERROR" and results["tests"] == []
+    assert sandbox.left(("provision", "run")) == []
+
+
+def test_allow_missing_validates_the_rest(sim_deps: None, sandbox: Sandbox) -> None:
+    host0, host1 = provision_then_lose_host1(sandbox)
+    run = sandbox.cli("--env", "sim", *REST, "--allow-missing", "1")
+    assert run.rc == 1, run.stdout + run.stderr  # a verdict: FAIL, since one host was not validated
+    assert "Traceback" not in run.stdout + run.stderr
+    results = sandbox.results()
+    assert results["error"] == "" and results["verdict"] == "FAIL"
+    assert results["hosts"][host1]["status"] == "unreachable"
+    tests = {(t["name"], t["hosts"][0]): t for t in results["tests"]}
+    assert len(tests) == 2
+    assert tests[("torch_gloo_allreduce", host0)]["status"] == "pass"
+    missing = tests[("torch_gloo_allreduce", host1)]
+    assert missing["status"] == "error"
+    assert missing["reason"].startswith(f"not validated: host {host1} is unreachable"), missing["reason"]
+    stages = {s["name"]: s for s in results["stages"]}
+    assert f"went on without {host1}" in stages["configure"]["detail"]
+    assert stages["collect"]["detail"] == "collected from 1 host(s)"  # the lost host was not tried again
+    assert stages["teardown"]["status"] == "ok" and len(results["destroyed"]) == 3
+    assert sandbox.left(("provision", "run")) == []
