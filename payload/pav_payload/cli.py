@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="FOR TESTING ONLY: corrupt one element of every checked result on this rank",
     )
     coll.add_argument(
+        "--inject-wrong-host",
+        default="",
+        metavar="HOSTNAME",
+        help="FOR TESTING ONLY: as --inject-wrong, on every rank running on this host",
+    )
+    coll.add_argument(
         "--inject-hang",
         type=int,
         default=-1,
@@ -65,11 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--steps", type=int, default=20)
     train.add_argument("--lr", type=float, default=None, help="default: mlp 1e-2, transformer 3e-3")
-    train.add_argument("--d-model", type=int, default=None, help="width (default: mlp 256, transformer 128)")
+    train.add_argument(
+        "--d-model",
+        type=int,
+        default=None,
+        help="width (default: mlp 256, transformer 128, resnet50 64 = stem channels)",
+    )
     train.add_argument("--layers", type=int, default=None, help="default 2")
     train.add_argument("--heads", type=int, default=None, help="transformer only; default 4")
     train.add_argument("--vocab-size", type=int, default=None, help="transformer only; default 1000")
     train.add_argument("--seq-len", type=int, default=None, help="transformer only; default 64")
+    train.add_argument("--image-size", type=int, default=224, help="resnet50 only: input height and width")
     train.add_argument("--batch-size", type=int, default=None, help="per rank; default 32")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--test-id", default="train")

@@ -2,6 +2,7 @@
 
 import argparse
 import signal
+import socket
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -71,7 +72,9 @@ def measure(op: str, size: int, layout: Layout, args: argparse.Namespace) -> OpR
     for _ in range(args.warmup):
         case.parts.run()
     times = summarize(time_iterations(case.parts.run, args.iters, layout.device))
-    wrong = verify(case, corrupt=args.inject_wrong == layout.rank)
+    # test-only fault injection: a rank (--inject-wrong) or a whole host (--inject-wrong-host)
+    corrupt = args.inject_wrong == layout.rank or args.inject_wrong_host == socket.gethostname()
+    wrong = verify(case, corrupt=corrupt)
     return OpResult(
         op=op,
         size_bytes=case.size_bytes,
@@ -89,7 +92,7 @@ def verify(case: Case, corrupt: bool) -> int:
     """Runs the op once more on fresh data and counts elements that differ from the prediction."""
     case.parts.reset()
     case.parts.run()
-    if corrupt:  # test-only fault injection (--inject-wrong)
+    if corrupt:
         case.parts.result.view(-1)[0] += 1
     return int((case.parts.result != case.parts.expected()).sum().item())
 

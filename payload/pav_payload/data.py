@@ -8,6 +8,8 @@ from torch.nn import functional
 from pav_payload.models import MLP_FEATURES, ModelConfig
 
 PATTERN_PERIOD = 16
+# Classes the synthetic images come from; the model still predicts over all 1000 ImageNet classes.
+IMAGE_CLASSES = 10
 
 
 @dataclass
@@ -67,7 +69,33 @@ class RepeatingTokens:
         return functional.cross_entropy(outputs.reshape(-1, outputs.shape[-1]), targets.reshape(-1))
 
 
-Task = TeacherRegression | RepeatingTokens
+class SyntheticImages:
+    """Noisy copies of a few fixed random images, each its own class: ImageNet-shaped, learnable in steps."""
+
+    tokens_per_sample = 0
+
+    def __init__(
+        self, image_size: int, batch_size: int, task_gen: torch.Generator, data_gen: torch.Generator
+    ):
+        device = data_gen.device
+        self.batch_size = batch_size
+        self.data_gen = data_gen
+        shape = (IMAGE_CLASSES, 3, image_size, image_size)
+        self.prototypes = torch.randn(shape, generator=task_gen, device=device)
+
+    def batch(self) -> Batch:
+        device = self.data_gen.device
+        labels = torch.randint(0, IMAGE_CLASSES, (self.batch_size,), generator=self.data_gen, device=device)
+        noise = torch.randn(
+            (self.batch_size, *self.prototypes.shape[1:]), generator=self.data_gen, device=device
+        )
+        return Batch(self.prototypes[labels] + 0.5 * noise, labels)
+
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return functional.cross_entropy(outputs, targets)
+
+
+Task = TeacherRegression | RepeatingTokens | SyntheticImages
 
 
 def make_task(config: ModelConfig, batch_size: int, seed: int, rank: int, device: torch.device) -> Task:
@@ -76,4 +104,6 @@ def make_task(config: ModelConfig, batch_size: int, seed: int, rank: int, device
     data_gen = torch.Generator(device=device).manual_seed(seed + 1 + rank)
     if config.kind == "mlp":
         return TeacherRegression(MLP_FEATURES, batch_size, task_gen, data_gen)
+    if config.kind == "resnet50":
+        return SyntheticImages(config.image_size, batch_size, task_gen, data_gen)
     return RepeatingTokens(config.seq_len, config.vocab_size, batch_size, task_gen, data_gen)

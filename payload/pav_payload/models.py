@@ -5,12 +5,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from pav_payload.resnet import ResNet50
+
 VOCAB_SIZE = 1000
 # Narrow ends keep the regression well conditioned for small batches, so the loss falls within a few steps.
 MLP_FEATURES = 32
 HEADS = 4
-DEFAULT_D_MODEL = {"mlp": 256, "transformer": 128}
-DEFAULT_LR = {"mlp": 1e-2, "transformer": 3e-3}
+# For resnet50 the "width" is the stem's channel count: 64 is the standard ResNet-50.
+DEFAULT_D_MODEL = {"mlp": 256, "transformer": 128, "resnet50": 64}
+DEFAULT_LR = {"mlp": 1e-2, "transformer": 3e-3, "resnet50": 1e-3}
 MODELS = tuple(DEFAULT_D_MODEL)
 
 
@@ -44,6 +47,7 @@ class ModelConfig:
     seq_len: int
     heads: int = HEADS
     vocab_size: int = VOCAB_SIZE
+    image_size: int = 224  # resnet50 only: square RGB inputs
 
 
 def build_model(config: ModelConfig) -> nn.Module:
@@ -51,6 +55,8 @@ def build_model(config: ModelConfig) -> nn.Module:
         return MLP(config.d_model, config.layers)
     if config.kind == "transformer":
         return TinyLM(config.d_model, config.layers, config.seq_len, config.heads, config.vocab_size)
+    if config.kind == "resnet50":
+        return ResNet50(config.d_model)
     raise ValueError(f"unknown model {config.kind!r}")
 
 

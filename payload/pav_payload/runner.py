@@ -52,9 +52,9 @@ def run(kind: str, args: argparse.Namespace, body: Body) -> int:
     if session.device_info is not None:
         report.set_device(session.device_info)
     write_report(report, out_dir)
-    session.close(healthy=report.status != "error")
-    _log(report)
-    return EXIT_CODES[report.status]
+    code = session.close(report.status != "error", EXIT_CODES[report.status])
+    _log(report, code)
+    return code
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,6 +83,8 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
     raise Terminated(f"received {signal.Signals(signum).name}")
 
 
-def _log(report: Report) -> None:
+def _log(report: Report, code: int) -> None:
     detail = f": {report.reason}" if report.reason else ""
+    if code != EXIT_CODES[report.status]:
+        detail += f" (exits {code}: another rank failed)"
     print(f"pav_payload {report.test_id} rank {report.rank}: {report.status}{detail}", file=sys.stderr)

@@ -39,23 +39,36 @@ class Session:
         self.device_info = describe("none", device)
         return device
 
-    def close(self, healthy: bool) -> None:
-        """Leave the group; ``healthy`` means every rank is expected to reach this point in step."""
+    def close(self, healthy: bool, exit_code: int) -> int:
+        """Leave the group; ``healthy`` means every rank is expected to reach this point in step.
+
+        Returns the exit code to leave with: the worst over all ranks when they all got here. torchrun's
+        agents wait at an exit barrier (300 s) for every agent whose ranks all exited 0, and an agent whose
+        rank failed never joins it: a job with one bad host would hold the good ones for five minutes.
+        Exiting non-zero everywhere ends every agent at once; each rank's report still says its own status.
+        """
         if not self._distributed:
-            return
+            return exit_code
         self._distributed = False
         if healthy:
-            # Hold every rank until all have written their results: torchrun kills the survivors as soon
-            # as one rank exits non-zero, and a killed rank would lose its report.
-            _best_effort("final barrier", dist.barrier)
+            # Also the final barrier: every rank has written its report before any rank leaves.
+            worst = [exit_code]
+            _best_effort("exit code agreement", lambda: worst.__setitem__(0, self._worst(exit_code)))
             _best_effort("destroy_process_group", dist.destroy_process_group)
-            return
+            return worst[0]
         # After an error peers may be stuck in a collective; a NCCL destroy could then wait forever.
         abort = getattr(distributed_c10d, "_abort_process_group", None)
         if self.device_info is not None and self.device_info.backend == "nccl" and abort is not None:
             _best_effort("abort process group", abort)
         else:
             _best_effort("destroy_process_group", dist.destroy_process_group)
+        return exit_code
+
+    def _worst(self, exit_code: int) -> int:
+        device = self.device_info.device if self.device_info is not None else "cpu"
+        code = torch.tensor([exit_code], dtype=torch.int32, device=device)
+        dist.all_reduce(code, op=dist.ReduceOp.MAX)
+        return int(code.item())
 
 
 def _best_effort(what: str, action: Callable[[], object]) -> None:

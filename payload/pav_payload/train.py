@@ -75,7 +75,9 @@ def _setup(args: argparse.Namespace, session: Session) -> Setup:
         rank = dist.get_rank()
     else:
         device, rank = session.start_local(), 0
-    config = ModelConfig(args.model, args.d_model, args.layers, args.seq_len, args.heads, args.vocab_size)
+    config = ModelConfig(
+        args.model, args.d_model, args.layers, args.seq_len, args.heads, args.vocab_size, args.image_size
+    )
     torch.manual_seed(args.seed)  # same initial weights everywhere, whether or not the mode broadcasts them
     model = mode.wrap(build_model(config).to(device), device, WrapOptions(bf16=args.fsdp_bf16))
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)

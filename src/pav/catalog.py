@@ -16,8 +16,15 @@ BIG_SIZES = "512M,1G,2G,4G,8G"
 # A transformer big enough that GPU throughput, not launch overhead, sets tokens/s.
 GPU_MODEL = ("--model", "transformer", "--d-model", "1024", "--layers", "8", "--seq-len", "1024",
              "--batch-size", "8", "--steps", "30")  # fmt: skip
+# ResNet-50 at ImageNet shape (224x224, 1000 classes) on synthetic images, batch 64 per GPU.
+RESNET_MODEL = ("--model", "resnet50", "--batch-size", "64", "--steps", "30")
+# The small-size sweep: latency, not bandwidth, dominates here (8 B to 2 MiB by factor 8).
+SMALL_SIZES = "8,64,512,4K,32K,256K,2M"
 OTHER_OPS = "all_gather,reduce_scatter,all_to_all,broadcast,send_recv"
 NCCL_TESTS_SWEEP = ("-b", "512M", "-e", "8G", "-f", "2")
+# Inter-node gates hold the algorithm fixed: Ring crosses the fabric at the HCAs' rate, while NCCL's own
+# choice (tree, NVLS, CollNet) varies with size and version and would move the number the gate judges.
+RING = {"NCCL_ALGO": "Ring"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,8 @@ class TestSpec:
     needs_gpu: bool
     args: tuple[str, ...] = field(default_factory=tuple)
     procs: int | None = None  # processes per host; None: every GPU (GPU tests) or pav_cpu_procs_per_host
+    env: dict[str, str] = field(default_factory=dict)  # set for every process of the launch
+    gates_of: str = ""  # judge by another test's gates (test-only variants of a real test)
 
 
 CATALOG: dict[str, TestSpec] = {
@@ -99,6 +108,26 @@ CATALOG: dict[str, TestSpec] = {
             ("collectives", "--backend", "nccl", "--ops", OTHER_OPS, "--sizes", BIG_SIZES),
         ),
         TestSpec(
+            "torch_nccl_latency",
+            "torch NCCL all_reduce latency over all GPUs, 8 B-2 MiB, 50 timed iterations per size",
+            "torchrun",
+            "host",
+            True,
+            (
+                "collectives",
+                "--backend",
+                "nccl",
+                "--ops",
+                "all_reduce",
+                "--sizes",
+                SMALL_SIZES,
+                "--warmup",
+                "10",
+                "--iters",
+                "50",
+            ),
+        ),
+        TestSpec(
             "train_gpu_single",
             "1-GPU baseline: a transformer on synthetic tokens, tokens/s",
             "torchrun",
@@ -114,6 +143,23 @@ CATALOG: dict[str, TestSpec] = {
             "host",
             True,
             ("train", "--mode", "ddp", *GPU_MODEL),
+        ),
+        TestSpec(
+            "train_gpu_resnet50_single",
+            "1-GPU baseline: ResNet-50 on synthetic 224x224 images, samples/s",
+            "torchrun",
+            "host",
+            True,
+            ("train", "--mode", "single", *RESNET_MODEL),
+            procs=1,
+        ),
+        TestSpec(
+            "train_gpu_resnet50_ddp",
+            "DDP of ResNet-50 over all GPUs of a host: samples/s/GPU and scaling vs 1 GPU",
+            "torchrun",
+            "host",
+            True,
+            ("train", "--mode", "ddp", *RESNET_MODEL),
         ),
         TestSpec(
             "train_gpu_fsdp",
@@ -133,6 +179,24 @@ CATALOG: dict[str, TestSpec] = {
                 "--steps",
                 "30",
             ),
+        ),
+        TestSpec(
+            "torch_nccl_allreduce_multi",
+            "torch NCCL all_reduce over every GPU of every host (inter-node, NCCL_ALGO=Ring), 512M-8G",
+            "torchrun",
+            "cluster",
+            True,
+            ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
+            env=RING,
+        ),
+        TestSpec(
+            "nccl_tests_all_reduce_multi",
+            "nccl-tests all_reduce_perf under mpirun, a rank per GPU of every host (NCCL_ALGO=Ring), 512M-8G",
+            "nccl_tests",
+            "cluster",
+            True,
+            ("all_reduce_perf", *NCCL_TESTS_SWEEP),
+            env=RING,
         ),
         *(
             TestSpec(
@@ -160,8 +224,19 @@ FAULT_TESTS: dict[str, TestSpec] = {
 }
 
 
+def _fault_tests() -> dict[str, TestSpec]:
+    """FOR TESTING ONLY (bad-node isolation): the real cross-host collectives, with every rank on host
+    PAV_FAULT_HOST returning a wrong result, judged by the real test's gates."""
+    real = CATALOG["torch_gloo_collectives_multi"]
+    wrong = TestSpec(
+        "fault_wrong_host_multi", "FOR TESTING: wrong results on host $PAV_FAULT_HOST", "torchrun", "cluster",
+        False, (*real.args, "--inject-wrong-host", os.environ.get("PAV_FAULT_HOST", "")), gates_of=real.name,
+    )  # fmt: skip
+    return FAULT_TESTS | {wrong.name: wrong}
+
+
 def select(names: list[str], where: str = "pav_tests") -> list[TestSpec]:
-    known = CATALOG | (FAULT_TESTS if os.environ.get("PAV_FAULT_TESTS") == "1" else {})
+    known = CATALOG | (_fault_tests() if os.environ.get("PAV_FAULT_TESTS") == "1" else {})
     unknown = [n for n in names if n not in known]
     if unknown:
         raise PavError(f"unknown test(s) {', '.join(unknown)} in {where}; known: {', '.join(CATALOG)}")

@@ -14,8 +14,9 @@ from pav.launches import Launch
 from pav.provisioning.state import state_dir
 from pav.results import RunResults
 from pav.settings import Settings
+from pav.thresholds import Gate
 
-STAGES = ("provision", "configure", "validate", "collect", "report", "teardown")
+STAGES = ("provision", "configure", "validate", "collect", "isolate", "report", "teardown")
 
 
 @dataclass
@@ -41,6 +42,7 @@ class RunContext:
     launches: list[Launch] = field(default_factory=list)
     provisioned: dict[str, Any] = field(default_factory=dict)  # what teardown must destroy
     missing: dict[str, str] = field(default_factory=dict)  # host -> why it left the run (unreachable)
+    derived_gates: dict[str, list[Gate]] = field(default_factory=dict)  # test -> gates judged across tests
 
     @property
     def host_names(self) -> list[str]:

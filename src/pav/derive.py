@@ -6,7 +6,11 @@ from pav.results import TestResult
 from pav.thresholds import Gate
 
 DERIVED = {"scaling_efficiency"}
-BASELINES = {"train_gpu_ddp": "train_gpu_single"}
+# DDP test -> (its 1-GPU baseline, the throughput compared): tokens for language models, samples for images.
+BASELINES = {
+    "train_gpu_ddp": ("train_gpu_single", "tokens_per_s"),
+    "train_gpu_resnet50_ddp": ("train_gpu_resnet50_single", "samples_per_s"),
+}
 
 
 def split_gates(gates: list[Gate]) -> tuple[list[Gate], list[Gate]]:
@@ -17,12 +21,12 @@ def split_gates(gates: list[Gate]) -> tuple[list[Gate], list[Gate]]:
 def add_scaling(tests: list[TestResult], derived_gates: dict[str, list[Gate]]) -> None:
     by_key = {(t.name, tuple(t.hosts)): t for t in tests}
     for test in tests:
-        base_name = BASELINES.get(test.name)
-        if base_name is None or test.status != "pass":
+        if test.name not in BASELINES or test.status != "pass":
             continue
+        base_name, throughput = BASELINES[test.name]
         base = by_key.get((base_name, tuple(test.hosts)))
-        per_gpu = test.metrics.get("tokens_per_s_per_rank_min")
-        single = base.metrics.get("tokens_per_s_total") if base and base.status == "pass" else None
+        per_gpu = test.metrics.get(f"{throughput}_per_rank_min")
+        single = base.metrics.get(f"{throughput}_total") if base and base.status == "pass" else None
         if per_gpu and single:
             test.metrics["scaling_efficiency"] = per_gpu / single
         gates = derived_gates.get(test.name, [])

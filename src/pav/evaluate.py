@@ -66,8 +66,10 @@ def evaluate_group(
         result.reason = f"timeout after {launch.timeout_s}s on {', '.join(timed_out)}; killed on the host"
         return result
     if launch.launcher == "nccl_tests":
-        argv0 = launch.argv_by_host[launch_hosts[0]][0]
-        return _judge_nccl_tests(result, rcs, dirs, nccl_gates or {}, argv0)
+        argv = launch.argv_by_host[launch_hosts[0]]
+        # The binary names the collective: argv[0] on one host, after mpirun's options across hosts.
+        binary = next((a for a in argv if a.endswith("_perf")), argv[0])
+        return _judge_nccl_tests(result, rcs, dirs, nccl_gates or {}, binary)
     ranks = [rank for d in dirs.values() for rank in _read_ranks(d)]
     expected = sum(launch.ranks_by_host.get(h, 0) for h in launch_hosts)
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
@@ -160,17 +162,22 @@ def summarize(ranks: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _collective_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     busbw: dict[str, dict[str, float]] = {}
+    time_us: dict[str, dict[str, float]] = {}
     wrong = 0
     for rank in ranks:
         for row in rank.get("metrics", {}).get("results", []):
             wrong += int(row.get("wrong") or 0)
             if row.get("busbw_gbps") is None:
                 continue
-            per_op = busbw.setdefault(row["op"], {})
             key = str(row["size_bytes"])
-            # The slowest rank bounds what a job sees.
+            # The slowest rank bounds what a job sees: lowest bandwidth, highest median time.
+            per_op = busbw.setdefault(row["op"], {})
             per_op[key] = min(per_op.get(key, float("inf")), float(row["busbw_gbps"]))
-    return {"wrong_total": wrong, "busbw_gbps": busbw}
+            median = (row.get("time_us") or {}).get("median")
+            if median is not None:
+                times = time_us.setdefault(row["op"], {})
+                times[key] = max(times.get(key, 0.0), float(median))
+    return {"wrong_total": wrong, "busbw_gbps": busbw, "time_us": time_us}
 
 
 def _train_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,6 +22,8 @@ class Launch:
     argv_by_host: dict[str, list[str]] = field(default_factory=dict)  # where a command starts
     ranks_by_host: dict[str, int] = field(default_factory=dict)  # result files each host must return
     members: list[str] = field(default_factory=list)  # hosts the test spans
+    env: dict[str, str] = field(default_factory=dict)  # set for the launcher and every rank
+    gates_of: str = ""  # the test whose threshold gates judge this one; empty: its own
 
     @property
     def hosts(self) -> list[str]:
@@ -51,11 +53,18 @@ def plan_launches(
     skipped: list[TestResult] = []
     for spec in specs:
         if spec.scope == "cluster":
-            launch, skip = _cluster_launch(spec, hosts, settings, run_id)
+            launch, skip = cluster_launch(spec, hosts, settings, run_id)
             launches += [launch] if launch else []
             skipped += [skip] if skip else []
             continue
-        launch = Launch(spec.name, spec.launcher, spec.scope, settings.test_timeout_s)
+        launch = Launch(
+            spec.name,
+            spec.launcher,
+            spec.scope,
+            settings.test_timeout_s,
+            env=dict(spec.env),
+            gates_of=spec.gates_of,
+        )
         for host in hosts:
             argv = _host_plan(spec, host, settings)
             if isinstance(argv, TestResult):
@@ -90,7 +99,7 @@ def _host_plan(spec: TestSpec, host: HostView, settings: Settings) -> list[str] 
     return argv
 
 
-def _cluster_launch(
+def cluster_launch(
     spec: TestSpec, hosts: list[HostView], settings: Settings, run_id: str
 ) -> tuple[Launch | None, TestResult | None]:
     names = [h.name for h in hosts]
@@ -101,7 +110,12 @@ def _cluster_launch(
             spec.name, names, "skipped", "no GPU on " + ",".join(h.name for h in hosts if not h.gpus)
         )
     procs = min(h.gpus for h in hosts) if spec.needs_gpu else settings.cpu_procs_per_host
-    launch = Launch(spec.name, spec.launcher, spec.scope, settings.test_timeout_s, members=names)
+    launch = Launch(
+        spec.name, spec.launcher, spec.scope, settings.test_timeout_s, members=names, env=dict(spec.env),
+        gates_of=spec.gates_of,
+    )  # fmt: skip
+    if spec.launcher == "nccl_tests":
+        return _nccl_tests_cluster(spec, hosts, launch, procs)
     if spec.launcher == "mpirun":
         # mpirun starts every rank over SSH from the first host; rank 0 writes the one result.
         first = hosts[0].name
@@ -122,6 +136,34 @@ def _cluster_launch(
             "-m", "pav_payload", *spec.args, *_out_args(spec),
         ]  # fmt: skip
         launch.ranks_by_host[host.name] = procs
+    return launch, None
+
+
+def _nccl_tests_cluster(
+    spec: TestSpec, hosts: list[HostView], launch: Launch, procs: int
+) -> tuple[Launch | None, TestResult | None]:
+    """nccl-tests across hosts: mpirun from the first host, one rank per GPU (-g 1), an MPI=1 build."""
+    names = [h.name for h in hosts]
+    for host in hosts:
+        found = host.facts.get("nccl_tests", {})
+        if not found.get("available"):
+            reason = found.get("reason") or "the configure stage did not install it"
+            return None, TestResult(
+                spec.name, names, "error", f"nccl-tests unavailable on {host.name}: {reason}"
+            )
+        if not found.get("mpi"):
+            return None, TestResult(
+                spec.name, names, "error",
+                f"nccl-tests on {host.name} is built without MPI, so its ranks cannot span hosts; "
+                "set nccl_tests_mpi: true (and pav_install_mpi: true)",
+            )  # fmt: skip
+    first = hosts[0]
+    bin_dir = first.facts["nccl_tests"]["bin_dir"]
+    launch.argv_by_host[first.name] = [
+        f"{MPI_BIN_DIR}/pav-mpirun", "-np", str(procs * len(hosts)),
+        f"{bin_dir}/{spec.args[0]}", *spec.args[1:], "-g", "1",
+    ]  # fmt: skip
+    launch.ranks_by_host[first.name] = 1
     return launch, None
 
 

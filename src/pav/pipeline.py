@@ -9,7 +9,7 @@ from pav.ansible_exec import close_connections
 from pav.context import RunContext
 from pav.errors import Interrupted, PavError
 from pav.results import utc_now
-from pav.stages import collect, configure, provision, report, teardown, validate
+from pav.stages import collect, configure, isolate, provision, report, teardown, validate
 
 StageFn = Callable[[RunContext], str]
 # Stages a signal stops; collect, report and teardown still run after it.
@@ -48,7 +48,7 @@ def _wrap_up(ctx: RunContext, error: PavError | None) -> PavError | None:
     interrupts.CANCEL.clear()  # let the wrap-up playbooks run
     steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", teardown.run)]
     if ctx.launches and not interrupted:
-        steps.insert(0, ("collect", collect.run))
+        steps[:0] = [("collect", collect.run), ("isolate", isolate.run)]
     for name, fn in steps:
         try:
             _stage(ctx, name, fn)

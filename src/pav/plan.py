@@ -49,6 +49,8 @@ def _stage_note(ctx: RunContext, stage: str) -> str:
         return f": terraform apply in {ctx.env.terraform_dir}" if ctx.env.provisions else ": static inventory"
     if stage == "configure":
         return ": tuning applied" if ctx.apply_tuning else ": tuning in check mode (diff only)"
+    if stage == "isolate":
+        return ": a failing multi-host test re-runs on pairs of hosts" if ctx.settings.isolate else ": off"
     if stage == "teardown" and ctx.options.keep:
         return ": --keep"
     return ""

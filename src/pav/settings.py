@@ -23,6 +23,7 @@ class Settings:
     rdzv_port: int = 29400
     hosts: int = 3  # hosts an env that provisions creates (--hosts overrides)
     ssh_timeout_s: int = 300  # how long new hosts get to answer SSH
+    isolate: bool = True  # re-run a failing multi-host test on pairs of hosts to name the bad one
 
 
 def settings_file(inventory_dir: Path) -> Path | None:

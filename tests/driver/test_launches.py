@@ -47,3 +47,35 @@ def test_mpirun_starts_on_first_host_only() -> None:
     assert list(launch.argv_by_host) == ["h0"]
     argv = launch.argv_by_host["h0"]
     assert argv[argv.index("-np") + 1] == "6"
+
+
+def nccl_hosts(n: int, mpi: bool) -> list[HostView]:
+    tests = {"available": True, "bin_dir": "/opt/nt/build", "mpi": mpi}
+    return [
+        HostView(f"h{i}", f"10.0.0.{i + 1}", {"gpu": {"count": 8}, "nccl_tests": tests}) for i in range(n)
+    ]
+
+
+def test_inter_node_tests_pin_ring() -> None:
+    names = ["torch_nccl_allreduce_multi", "nccl_tests_all_reduce_multi"]
+    launches, _ = plan_launches(catalog.select(names), nccl_hosts(2, mpi=True), Settings(), "r")
+    assert [launch.env for launch in launches] == [{"NCCL_ALGO": "Ring"}] * 2
+    # Host-scope tests keep NCCL's own algorithm choice.
+    [local], _ = plan_launches(catalog.select(["torch_nccl_allreduce"]), nccl_hosts(1, True), Settings(), "r")
+    assert local.env == {}
+
+
+def test_inter_node_nccl_tests_one_rank_per_gpu_under_mpirun() -> None:
+    [launch], _ = plan_launches(
+        catalog.select(["nccl_tests_all_reduce_multi"]), nccl_hosts(2, mpi=True), Settings(), "r"
+    )
+    [argv] = launch.argv_by_host.values()
+    assert argv[:3] == ["{mpi_bin_dir}/pav-mpirun", "-np", "16"]
+    assert argv[3] == "/opt/nt/build/all_reduce_perf" and argv[-2:] == ["-g", "1"]
+
+
+def test_inter_node_nccl_tests_need_an_mpi_build() -> None:
+    launches, [error] = plan_launches(
+        catalog.select(["nccl_tests_all_reduce_multi"]), nccl_hosts(2, mpi=False), Settings(), "r"
+    )
+    assert launches == [] and error.status == "error" and "nccl_tests_mpi: true" in error.reason

@@ -26,7 +26,7 @@ def test_exits_zero_with_pass(local_run: tuple[int, Path, str]) -> None:
     assert results["schema_version"] == "1.0"
     assert results["verdict"] == "PASS"
     assert [s["name"] for s in results["stages"]] == [
-        "provision", "configure", "validate", "collect", "report", "teardown",
+        "provision", "configure", "validate", "collect", "isolate", "report", "teardown",
     ]  # fmt: skip
     assert all(s["status"] == "ok" for s in results["stages"]), results["stages"]
     assert "VERDICT: PASS" in (run_dir / "summary.txt").read_text()
@@ -64,7 +64,7 @@ def test_artifacts_and_junit(local_run: tuple[int, Path, str]) -> None:
     results = (run_dir / "hosts" / "localhost" / "results").iterdir()
     assert {p.name for p in results} == {"torch_gloo_allreduce", "ddp_cpu_train"}
     junit = (run_dir / "junit.xml").read_text()
-    assert 'tests="12"' in junit and 'skipped="10"' in junit and 'failures="0"' in junit
+    assert 'tests="15"' in junit and 'skipped="13"' in junit and 'failures="0"' in junit
 
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
 sys.path.insert(0, str(PAYLOAD))
@@ -16,6 +17,7 @@ sys.path.insert(0, str(PAYLOAD))
 from pav_payload.bandwidth import OPS, algbw_gbps, bus_factor  # noqa: E402
 from pav_payload.cli import build_parser, main  # noqa: E402
 from pav_payload.models import SIZES, ModelConfig, build_model, transformer_parameters  # noqa: E402
+from pav_payload.resnet import ResNet50  # noqa: E402
 from pav_payload.sizes import parse_size, parse_sizes  # noqa: E402
 from pav_payload.train import resolve_train_args  # noqa: E402
 
@@ -292,6 +294,26 @@ def test_train_fsdp_learns(tmp_path: Path) -> None:
         assert metrics["tokens_per_s"] > 0 and metrics["peak_memory_bytes"] > 0
         assert metrics["warmup_steps"] == 2 and len(metrics["losses"]) == 10
     assert reports[0]["metrics"]["losses"] == reports[1]["metrics"]["losses"]
+    assert reports[0]["metrics"]["param_checksum"] == reports[1]["metrics"]["param_checksum"]
+
+
+def test_resnet50_is_the_standard_architecture() -> None:
+    # torchvision's resnet50() has 25,557,032 parameters; the width flag scales every stage with it.
+    assert sum(p.numel() for p in ResNet50().parameters()) == 25_557_032
+    assert ResNet50(8)(torch.randn(2, 3, 32, 32)).shape == (2, 1000)
+
+
+def test_train_resnet50_ddp_learns(tmp_path: Path) -> None:
+    dims = ["--d-model", "8", "--image-size", "32", "--batch-size", "8"]
+    proc, reports = torchrun(tmp_path, "train", "--mode", "ddp", "--model", "resnet50", "--steps", "8", *dims)
+    assert proc.returncode == 0
+    for report in reports:
+        assert (report["status"], report["kind"]) == ("pass", "train")
+        metrics = report["metrics"]
+        assert (metrics["mode"], metrics["model"]) == ("ddp", "resnet50")
+        assert metrics["loss_last"] < 0.9 * metrics["loss_first"]
+        assert metrics["samples_per_s"] > 0 and metrics["tokens_per_s"] is None
+        assert metrics["params_identical"] is True
     assert reports[0]["metrics"]["param_checksum"] == reports[1]["metrics"]["param_checksum"]
 
 

@@ -49,12 +49,15 @@ def run(args: argparse.Namespace) -> int:
     return _exit(records)
 
 
-def load_gates(profile: str) -> dict[str, list[Gate]]:
-    """The profile's nccl_tests section, on top of the one of the profile it extends."""
+def load_gates(profile: str, section: str = "nccl_tests") -> dict[str, list[Gate]]:
+    """The profile's nccl-tests gates, on top of the ones of the profile it extends.
+
+    ``section`` is ``nccl_tests`` (one host's GPUs) or ``nccl_tests_inter_node`` (ranks across hosts).
+    """
     path = profile_path(profile)
     data = load_mapping(path)
-    base = load_gates(str(data["extends"])) if data.get("extends") else {}
-    return base | parse_gates(data.get("nccl_tests"), str(path))
+    base = load_gates(str(data["extends"]), section) if data.get("extends") else {}
+    return base | parse_gates(data.get(section), str(path))
 
 
 def _check(path: Path, gates: Mapping[str, Sequence[Gate]]) -> tuple[Path, NcclLog | None, Grade]:

@@ -30,7 +30,7 @@ def render(results: RunResults) -> str:
         ),
         "",
     ]
-    lines += _cross_check(results) + _timing(results)
+    lines += _suspects(results) + _cross_check(results) + _timing(results)
     counts = count_statuses(results.tests)
     lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in counts.items()))
     if results.error:
@@ -72,3 +72,12 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     widths[-1] = 0  # the last column runs free
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return "\n".join(fmt.format(*map(str, r)).rstrip() for r in [header, *rows])
+
+
+def _suspects(results: RunResults) -> list[str]:
+    suspects = results.isolation.get("suspects", [])
+    if not suspects:
+        return []
+    lines = ["suspect hosts (replace or repair; evidence in results.json isolation):"]
+    lines += [f"  {s['host']}: {s['reason']}" for s in suspects]
+    return [*lines, ""]

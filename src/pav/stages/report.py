@@ -13,33 +13,48 @@ from pav.evaluate import evaluate_launch
 from pav.reporting import junit, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, utc_now, verdict_of
-from pav.thresholds import Gate, auto_profile, load_profile
+from pav.thresholds import auto_profile, load_profile
 
 
 def judge(ctx: RunContext) -> None:
-    profile = ctx.settings.threshold_profile
-    if profile == "auto":
-        profile = auto_profile([h.facts for h in ctx.results.hosts.values()])
-    ctx.results.threshold_profile = profile
-    gates, nccl_gates = load_profile(profile), load_gates(profile)
-    derived: dict[str, list[Gate]] = {}
-    lost: dict[str, str] = {}
-    if interrupts.requested():  # launches cut short: nothing was collected
-        lost = {h: f"the run was {ctx.results.error}" for launch in ctx.launches for h in launch.hosts}
-    lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
-    for launch in ctx.launches:
-        measured, derived[launch.test] = split_gates(gates.get(launch.test, []))
-        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, measured, nccl_gates, lost))
-    add_scaling(ctx.results.tests, derived)
+    judge_launches(ctx)
+    add_scaling(ctx.results.tests, ctx.derived_gates)
+    ctx.derived_gates = {}  # applied once, even if report runs again after an interrupt
     tests = [asdict(t) for t in ctx.results.tests]
     ctx.results.cross_check = cross_check(tests, list(ctx.results.hosts))
-    ctx.launches = []  # judged once, even if report runs again after an interrupt
     if ctx.results.error:
         ctx.results.verdict = "ERROR"
     elif not ctx.wants("validate") and not ctx.results.tests:
         ctx.results.verdict = "NONE"
     else:
         ctx.results.verdict = verdict_of(ctx.results.tests)
+
+
+def resolve_profile(ctx: RunContext) -> str:
+    profile = ctx.settings.threshold_profile
+    if profile == "auto":
+        profile = auto_profile([h.facts for h in ctx.results.hosts.values()])
+    ctx.results.threshold_profile = profile
+    return profile
+
+
+def judge_launches(ctx: RunContext) -> None:
+    """Turn the collected launches into test results; each launch is judged once, also when the
+    isolate stage judged it before the report."""
+    profile = resolve_profile(ctx)
+    gates = load_profile(profile)
+    # Across hosts nccl-tests crosses the fabric, so it is judged by the profile's inter-node gates.
+    nccl_gates = {"host": load_gates(profile), "cluster": load_gates(profile, "nccl_tests_inter_node")}
+    lost: dict[str, str] = {}
+    if interrupts.requested():  # launches cut short: nothing was collected
+        lost = {h: f"the run was {ctx.results.error}" for launch in ctx.launches for h in launch.hosts}
+    lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
+    for launch in ctx.launches:
+        measured, ctx.derived_gates[launch.test] = split_gates(gates.get(launch.gates_of or launch.test, []))
+        ctx.results.tests.extend(
+            evaluate_launch(launch, ctx.run_dir, measured, nccl_gates[launch.scope], lost)
+        )
+    ctx.launches = []
 
 
 def write(ctx: RunContext) -> None:

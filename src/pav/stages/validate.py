@@ -5,16 +5,20 @@ from __future__ import annotations
 from pav import catalog
 from pav.ansible_exec import run_playbook
 from pav.context import RunContext
-from pav.launches import HostView, plan_launches
+from pav.launches import HostView, Launch, plan_launches
 from pav.results import TestResult
 from pav.stages.configure import raise_for_hosts, record_hosts
 
 
-def plan(ctx: RunContext) -> None:
-    views = [
+def host_views(ctx: RunContext) -> list[HostView]:
+    return [
         HostView(h.name, str(h.vars.get("pav_private_ip", h.address)), ctx.results.hosts[h.name].facts)
         for h in ctx.hosts
     ]
+
+
+def plan(ctx: RunContext) -> None:
+    views = host_views(ctx)
     specs = catalog.select(ctx.settings.tests)
     ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id)
     ctx.results.tests.extend(skipped)
@@ -30,17 +34,21 @@ def run(ctx: RunContext) -> str:
     plan(ctx)
     if not ctx.launches:
         return "nothing to launch: every planned test was skipped"
-    extravars = ctx.extravars() | {"pav_launches": [launch.to_var() for launch in ctx.launches]}
+    launch_tests(ctx, ctx.launches)
+    return f"{len(ctx.launches)} test(s) launched"
+
+
+def launch_tests(ctx: RunContext, launches: list[Launch], stage: str = "validate") -> None:
+    extravars = ctx.extravars() | {"pav_launches": [launch.to_var() for launch in launches]}
     outcome = run_playbook(
-        "validate",
+        stage,
         "validate.yml",
         ctx.inventory_file,
         ctx.host_names,
-        ctx.run_dir / "ansible" / "validate",
+        ctx.run_dir / "ansible" / stage,
         extravars,
         verbose=ctx.options.verbose,
         limit=ctx.limit,
     )
-    record_hosts(ctx, outcome, "validate")
-    raise_for_hosts(ctx, outcome, "validate")
-    return f"{len(ctx.launches)} test(s) launched"
+    record_hosts(ctx, outcome, stage)
+    raise_for_hosts(ctx, outcome, stage)

@@ -1,0 +1,100 @@
+"""Isolate: name the host behind a failure. Runs after collect, before the report.
+
+Single-host tests name their host directly. A failing multi-host test is re-run on pairs of hosts, then
+each host of a failing pair with a known-good partner (pav.isolation), so results.json can say which host
+to replace, with the runs that show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pav import catalog
+from pav.context import RunContext
+from pav.derive import split_gates
+from pav.evaluate import evaluate_group
+from pav.isolation import Step, Suspect, merge, pairs_first, to_record
+from pav.launches import Launch, cluster_launch
+from pav.results import TestResult
+from pav.stages import collect, report, validate
+from pav.thresholds import load_profile
+
+FAILED = ("fail", "error")
+# Launches whose every host runs torchrun: each pair gets its own rendezvous. mpirun tests start from one
+# host over the cluster's fixed hostfile, so they are not re-run per pair.
+ISOLABLE_LAUNCHERS = ("torchrun",)
+MIN_HOSTS = 3  # two hosts that fail together cannot be told apart by pairing
+
+
+def run(ctx: RunContext) -> str:
+    report.judge_launches(ctx)
+    suspects = _from_single_host_tests(ctx.results.tests)
+    steps: list[Step] = []
+    if not ctx.settings.isolate:
+        ctx.results.isolation = to_record(merge(suspects), steps, "pav_isolate is false: no re-runs")
+        return _summary(ctx)
+    notes = []
+    for test in _failing_multi_host(ctx):
+        members = [h for h in test.hosts if h not in ctx.missing]
+        if len(members) < MIN_HOSTS:
+            notes.append(f"{test.name}: {len(members)} hosts are too few to tell apart by pairs")
+            continue
+        found, ran = pairs_first(test.name, members, lambda name, n, groups: _round(ctx, name, n, groups))
+        suspects += found
+        steps += ran
+    ctx.results.isolation = to_record(merge(suspects), steps, "; ".join(notes))
+    return _summary(ctx)
+
+
+def _summary(ctx: RunContext) -> str:
+    named = [s["host"] for s in ctx.results.isolation["suspects"]]
+    return f"suspect host(s): {', '.join(named)}" if named else "no suspect host"
+
+
+def _from_single_host_tests(tests: list[TestResult]) -> list[Suspect]:
+    suspects = []
+    for test in tests:
+        if test.status in FAILED and len(test.hosts) == 1 and _scope(test.name) == "host":
+            step = Step(test.name, list(test.hosts), test.status, test.reason)
+            suspects.append(Suspect(test.hosts[0], f"{test.name} {test.status}: {test.reason}", [step]))
+    return suspects
+
+
+def _failing_multi_host(ctx: RunContext) -> list[TestResult]:
+    return [
+        t
+        for t in ctx.results.tests
+        if t.status in FAILED and _scope(t.name) == "cluster" and _spec(t.name).launcher in ISOLABLE_LAUNCHERS
+    ]
+
+
+def _spec(name: str) -> catalog.TestSpec:
+    return catalog.select([name])[0]
+
+
+def _scope(name: str) -> str:
+    try:
+        return _spec(name).scope
+    except Exception:  # a result of a test the catalog no longer knows: nothing to re-run
+        return ""
+
+
+def _round(ctx: RunContext, test: str, number: int, groups: list[list[str]]) -> list[Step]:
+    """Run ``test`` once per group, all groups at once, and judge each group by the test's gates."""
+    spec = _spec(test)
+    round_spec = replace(spec, name=f"{spec.name}.isolate{number}")
+    views = {view.name: view for view in validate.host_views(ctx)}
+    launch = Launch(
+        round_spec.name, spec.launcher, "cluster", ctx.settings.test_timeout_s, env=dict(spec.env)
+    )
+    for group in groups:
+        part, _ = cluster_launch(round_spec, [views[h] for h in group], ctx.settings, ctx.results.run_id)
+        if part is not None:
+            launch.argv_by_host |= part.argv_by_host
+            launch.ranks_by_host |= part.ranks_by_host
+            launch.members += group
+    validate.launch_tests(ctx, [launch], stage="isolate")
+    collect.run(ctx)
+    gates, _ = split_gates(load_profile(ctx.results.threshold_profile).get(spec.gates_of or spec.name, []))
+    results = [evaluate_group(launch, group, group, ctx.run_dir, gates) for group in groups]
+    return [Step(test, group, r.status, r.reason, number) for group, r in zip(groups, results, strict=True)]

@@ -1,0 +1,44 @@
+"""Bad-node isolation on real sim hosts: one host's ranks return wrong results in a 3-host test; the run
+fails and names that host, and only it, after re-running the test on pairs. With no host degraded the
+same test passes and names nobody.
+
+The fault is a wrong result rather than a slow link: this machine's kernel has no netem qdisc, and a
+verdict that hangs on timing would make the test flaky. Runs before test_host_dies (file order), which
+may kill host 2 of the shared cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.faults.conftest import Configured, Sandbox
+
+pytestmark = pytest.mark.slow
+
+STAGES = ("--stages", "validate,collect,isolate,report,teardown", "--tests", "fault_wrong_host_multi")
+
+
+def test_the_degraded_host_and_only_it_is_named(configured: Configured, sandbox: Sandbox) -> None:
+    bad = configured.names[2]
+    run = sandbox.cli(*configured.validate(0, 1, 2)[:2], *STAGES, env={"PAV_FAULT_HOST": bad})
+    assert run.rc == 1, run.stdout + run.stderr
+    results = sandbox.results()
+    assert results["verdict"] == "FAIL"
+    [test] = results["tests"]
+    assert test["status"] == "fail" and "wrong" in test["reason"], test
+    isolation = results["isolation"]
+    assert [s["host"] for s in isolation["suspects"]] == [bad], isolation
+    [suspect] = isolation["suspects"]
+    assert suspect["evidence"] and all(bad in e["hosts"] for e in suspect["evidence"])
+    # Pairs without the bad host passed: that is what clears the others.
+    assert any(s["status"] == "pass" and bad not in s["hosts"] for s in isolation["steps"]), isolation
+    summary = (sandbox.run_dir("run") / "summary.txt").read_text()
+    assert f"  {bad}: " in summary and "suspect hosts" in summary
+
+
+def test_with_no_degraded_host_nobody_is_named(configured: Configured, sandbox: Sandbox) -> None:
+    run = sandbox.cli(*configured.validate(0, 1, 2)[:2], *STAGES, env={"PAV_FAULT_HOST": ""})
+    assert run.rc == 0, run.stdout + run.stderr
+    results = sandbox.results()
+    assert results["verdict"] == "PASS"
+    assert results["isolation"]["suspects"] == [] and results["isolation"]["steps"] == []
+    assert "suspect hosts" not in (sandbox.run_dir("run") / "summary.txt").read_text()
