@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import assert_one_line_error, run_cli
-from tests.report.conftest import EARLIER_ID, LocalRun
+from tests.conftest import EARLIER_ID, LocalRun, assert_one_line_error, run_cli
 
 BUSBW = "busbw_gbps.all_reduce.1048576"
 
 
-def write_runs(root: Path, base: dict[str, Any], factors: list[tuple[float, float]], env: str = "local") -> None:
+def write_runs(
+    root: Path, base: dict[str, Any], factors: list[tuple[float, float]], env: str = "local"
+) -> None:
     """One run per (busbw factor, step time factor), a day apart, oldest first; dir names do not say env."""
     for day, (bw, step) in enumerate(factors, start=1):
         data = copy.deepcopy(base)

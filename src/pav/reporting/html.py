@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from pav.nccl_tests.grade import size_label
 from pav.reporting import causes, plots
 
 TEMPLATES = Path(__file__).parent / "templates"
-STATUS_ORDER = {"fail": 0, "error": 1, "pass": 2, "skipped": 3}
+STATUS_ORDER = {"fail": 0, "error": 1, "pass": 2, "skipped": 3}  # the worst of a cell's results shows
 
 
 def render(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) -> str:
@@ -30,6 +31,9 @@ def render(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) 
     env.filters["num"] = _num
     env.filters["pct"] = _pct
     env.filters["size"] = lambda b: size_label(int(b))
+    env.filters["breakable"] = lambda name: Markup(
+        "_<wbr>".join(escape(part) for part in str(name).split("_"))
+    )
     return env.get_template("report.html.j2").render(**context(results, run_dir, secrets))
 
 
@@ -45,7 +49,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
     return {
         "r": results,
         "verdict": results.get("verdict", "ERROR"),
-        "summary": results.get("summary") or {},
+        "summary": {s: sum(t.get("status") == s for t in results.get("tests", [])) for s in STATUS_ORDER},
         "suspects": list(suspects.values()),
         "isolation_steps": isolation.get("steps") or [],
         "suspect_hosts": set(suspects),

@@ -27,7 +27,7 @@ def busbw_figures(results: dict[str, Any]) -> list[Figure]:
         if test.get("status") not in MEASURED:
             continue
         where = _where(test)
-        colour = colours.setdefault(where, PALETTE[len(colours) % len(PALETTE)])
+        colour = colours.setdefault(f"{where} {test['name']}", PALETTE[len(colours) % len(PALETTE)])
         for op, points, gates, tool in _curves(test):
             chart = charts.setdefault(op, Chart(f"{op} bus bandwidth", "busbw GB/s"))
             label = f"{where} · {tool} ({test['name']})"

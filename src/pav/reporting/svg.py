@@ -14,6 +14,7 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 GATE_COLOUR = "#C62828"
 WIDTH, HEIGHT = 600, 300
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 44
+MIN_TICK_GAP, LABEL_GAP = 34, 13  # pixels between size labels, between gate labels
 
 
 @dataclass
@@ -65,12 +66,14 @@ def size_chart(chart: Chart) -> str:
         return TOP + plot_h - (y / ymax) * plot_h
 
     parts = _frame(chart.title, chart.y_label, ymax, py)
+    labelled = -1e9
     for x in xs:
-        parts.append(_line(px(x), TOP, px(x), TOP + plot_h, "#eee"))
-        parts.append(_text(px(x), TOP + plot_h + 16, size_label(int(x)), "middle", 11))
+        parts.append(_line(px(x), TOP, px(x), TOP + plot_h, "#f2f2f2"))
+        if px(x) - labelled >= MIN_TICK_GAP:  # a sweep of 25 sizes gets every other label
+            parts.append(_text(px(x), TOP + plot_h + 16, size_label(int(x)), "middle", 11))
+            labelled = px(x)
     parts.append(_text(LEFT + plot_w / 2, HEIGHT - 6, "message size (log scale)", "middle", 11))
-    for gate in chart.gates:
-        parts.append(_gate(gate, py(gate.value), px(gate.at_x) if gate.at_x else None))
+    parts += _gates(chart.gates, py, px)
     for s in chart.series:
         pts = sorted((px(x), py(y)) for x, y in s.points if x > 0)
         if not pts:
@@ -107,8 +110,7 @@ def bar_chart(title: str, y_label: str, bars: list[Bar], gates: list[GateLine] |
         )
         parts.append(_text(x + w / 2, top - 4, bar.note or _fmt(bar.value), "middle", 11))
         parts.append(_text(x + w / 2, TOP + plot_h + 16, _short(bar.label, slot), "middle", 11))
-    for gate in gates:
-        parts.append(_gate(gate, py(gate.value), None))
+    parts += _gates(gates, py, None)
     return _svg(parts, title)
 
 
@@ -127,12 +129,25 @@ def _frame(title: str, y_label: str, ymax: float, py: Callable[[float], float]) 
     return parts
 
 
-def _gate(gate: GateLine, y: float, x: float | None) -> str:
+def _gates(
+    gates: list[GateLine], py: Callable[[float], float], px: Callable[[float], float] | None
+) -> list[str]:
+    """Each gate's line, labelled at the left (small sizes sit low: free there), labels never overlapping."""
+    out, last_label = [], -1e9
+    for gate in sorted(gates, key=lambda g: -g.value):
+        y = py(gate.value)
+        label_y = y - 5 if y - 5 >= last_label + LABEL_GAP else y + LABEL_GAP  # above the line, else below
+        last_label = label_y
+        out.append(_gate(gate, y, label_y, px(gate.at_x) if px and gate.at_x else None))
+    return out
+
+
+def _gate(gate: GateLine, y: float, label_y: float, x: float | None) -> str:
     out = [
         f'<line class="gate" x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}" '
         f'stroke="{GATE_COLOUR}" stroke-width="1.5" stroke-dasharray="2 3">'
         f"<title>{escape(gate.label)}</title></line>",
-        _text(WIDTH - RIGHT - 4, y - 5, gate.label, "end", 11, GATE_COLOUR),
+        _text(LEFT + 6, label_y, gate.label, "start", 11, GATE_COLOUR),
     ]
     if x is not None:
         out.append(
