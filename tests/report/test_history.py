@@ -90,6 +90,10 @@ def test_no_runs_is_one_line_error(tmp_path: Path) -> None:
     assert_one_line_error(
         run_cli("history", "--env", "local", "--results-root", str(tmp_path / "nope")), "--results-root"
     )
+    assert_one_line_error(
+        run_cli("history", "--env", "local", "--results-root", str(tmp_path), "--tolerance", "5"),
+        "--tolerance",
+    )
 
 
 def test_report_stage_compares_with_earlier_runs(local_run: LocalRun) -> None:

@@ -121,8 +121,9 @@ def gpu_results(local: dict[str, Any], run_dir: Path) -> dict[str, Any]:
                         "loss_last": 4.1, "loss_ratio": 0.66, "world_size": 2, **extra},
             "threshold": {"gates": [{"metric": "scaling_efficiency", "min": 0.9}]}, "artifacts": [],
         })  # fmt: skip
-    gpu = {"count": 2, "devices": [["0", "NVIDIA H200"], ["1", "NVIDIA H200"]], "driver": "580.159.04",
-           "cuda": "13.0", "topology": "GPU0 X NV18\nGPU1 NV18 X"}  # fmt: skip
+    device = ["0", "NVIDIA H200", "143771", "580.159.04", "00000000:19:00.0", "[N/A]", "96.00.AF.00.01"]
+    gpu = {"count": 2, "devices": [device, ["1", *device[1:]]], "driver": "580.159.04", "cuda": "13.0",
+           "topology": "GPU0 X NV18\nGPU1 NV18 X"}  # fmt: skip
     torch = {"version": "2.11.0+cu130", "nccl": "2.28.9"}
     results["hosts"]["gpu-b"] = {"name": "gpu-b", "status": "ok", "facts": {"gpu": gpu, "torch": torch}}
     results["verdict"] = "FAIL"
@@ -152,7 +153,9 @@ def test_gpu_results_render_with_gates_failures_and_suspects(local_run: LocalRun
     assert "gpu-b ⚠ suspect" in dom
     assert "data corruption" in dom  # the likely cause of the #wrong > 0 failure
     assert "tokens/s per GPU" in dom and "scaling efficiency" in dom
-    assert "580.159.04" in dom and "2 x NVIDIA H200" in dom and "2.28.9" in dom
+    assert (
+        "580.159.04" in dom and "2 x NVIDIA H200" in dom and "2.28.9" in dom and "VBIOS 96.00.AF.00.01" in dom
+    )
 
 
 @pytest.mark.parametrize(

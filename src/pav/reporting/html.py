@@ -103,8 +103,7 @@ def facts_row(name: str, host: dict[str, Any]) -> dict[str, Any]:
         "cuda": gpu.get("cuda") or torch.get("cuda") or "-",
         "nccl": torch.get("nccl") or "-",
         "torch": torch.get("version") or "-",
-        # preflight records no firmware versions yet; shown where a fact carries one
-        "firmware": gpu.get("vbios") or facts.get("firmware") or "not recorded",
+        "firmware": _vbios(devices),
         "kernel": facts.get("kernel") or "-",
         "os": facts.get("os") or "-",
         "cpu": (facts.get("cpu") or {}).get("model") or "-",
@@ -114,6 +113,13 @@ def facts_row(name: str, host: dict[str, Any]) -> dict[str, Any]:
         "tuning": host.get("changes") or [],
         "tuning_applied": bool(host.get("tuning_applied")),
     }
+
+
+def _vbios(devices: list[Any]) -> str:
+    """GPU VBIOS versions: the 7th column of preflight's nvidia-smi query (hosts seen before it was added
+    have 6)."""
+    found = sorted({str(d[6]) for d in devices if isinstance(d, list) and len(d) > 6})
+    return "VBIOS " + ", ".join(found) if found else "-"
 
 
 def _num(value: Any, digits: int = 3) -> str:
