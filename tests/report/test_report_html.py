@@ -174,3 +174,11 @@ def test_likely_cause_rules(reason: str, cause: str) -> None:
     from pav.reporting.causes import likely_cause
 
     assert cause in likely_cause({"status": "fail", "reason": reason})
+
+
+def test_a_run_that_could_not_run_still_renders(tmp_path: Path) -> None:
+    """No tests, no hosts, an error: the page says so; a suspect with no evidence renders too."""
+    results = {"run_id": "r", "env": "sim", "verdict": "ERROR", "error": "host h1 unreachable", "tests": []}
+    page = html.render(results | {"isolation": {"suspects": [{"host": "h1"}]}}, tmp_path)
+    assert "<strong>ERROR</strong>" in page and "host h1 unreachable" in page and "No tests ran" in page
+    assert 'id="suspects"' in page and "<svg" not in page

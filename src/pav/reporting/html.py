@@ -18,6 +18,7 @@ from pav.nccl_tests.grade import size_label
 from pav.reporting import causes, plots
 
 TEMPLATES = Path(__file__).parent / "templates"
+SUMMARY_ORDER = ("pass", "fail", "skipped", "error")  # as results.json's summary
 STATUS_ORDER = {"fail": 0, "error": 1, "pass": 2, "skipped": 3}  # the worst of a cell's results shows
 
 
@@ -49,7 +50,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
     return {
         "r": results,
         "verdict": results.get("verdict", "ERROR"),
-        "summary": {s: sum(t.get("status") == s for t in results.get("tests", [])) for s in STATUS_ORDER},
+        "summary": {s: sum(t.get("status") == s for t in results.get("tests", [])) for s in SUMMARY_ORDER},
         "suspects": list(suspects.values()),
         "isolation_steps": isolation.get("steps") or [],
         "suspect_hosts": set(suspects),
