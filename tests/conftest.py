@@ -53,3 +53,49 @@ def assert_one_line_error(run: CliRun, *needles: str) -> None:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+EARLIER_ID = "20000101T000000Z-local"
+# Far above what gloo on a CPU reaches: the real run's busbw is a drop against it.
+EARLIER_BUSBW = 1.0e6
+
+
+@dataclass
+class LocalRun:
+    rc: int
+    output: str
+    root: Path
+    run_dir: Path
+
+    @property
+    def results(self) -> dict[str, Any]:
+        return json.loads((self.run_dir / "results.json").read_text())
+
+
+def _earlier_run(root: Path) -> None:
+    """The env's previous run as a results.json written here, with one metric of the real run's tests."""
+    run_dir = root / EARLIER_ID
+    run_dir.mkdir(parents=True)
+    test = {
+        "name": "torch_gloo_allreduce",
+        "hosts": ["localhost"],
+        "status": "pass",
+        "metrics": {"busbw_gbps": {"all_reduce": {"1048576": EARLIER_BUSBW}}},
+    }
+    results = {"run_id": EARLIER_ID, "env": "local", "started": "2000-01-01T00:00:00Z", "tests": [test]}
+    (run_dir / "results.json").write_text(json.dumps(results))
+
+
+@pytest.fixture(scope="session")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
+    """The whole pipeline on --env local, once per session (tests/driver and tests/report share it).
+
+    Its results root (PAV_RESULTS_ROOT, so also its default run dir) holds an earlier run of the env whose
+    busbw the real run cannot reach: the run's own report stage must find it and flag the drop.
+    """
+    root = tmp_path_factory.mktemp("results-root")
+    _earlier_run(root)
+    run = run_cli("--env", "local", env={"PAV_RESULTS_ROOT": str(root)})
+    run_dirs = [p for p in root.iterdir() if p.name != EARLIER_ID]
+    assert len(run_dirs) == 1, (run_dirs, run.stdout, run.stderr)
+    return LocalRun(run.rc, run.stdout + run.stderr, root, run_dirs[0])

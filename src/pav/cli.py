@@ -30,7 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--env", default=None, help="an inventories/NAME/ env (default: local)")
     where.add_argument("--inventory", type=Path, help="your own Ansible inventory file (bare metal)")
     p.add_argument("--stages", default=",".join(STAGES), help=f"comma list, a subset of {','.join(STAGES)}")
-    p.add_argument("--run-dir", type=Path, help="where results go (default runs/<utc-timestamp>-<env>/)")
+    p.add_argument("--run-dir", type=Path, help="where results go (default ROOT/<utc-timestamp>-<env>/)")
+    p.add_argument(
+        "--results-root",
+        type=Path,
+        metavar="ROOT",
+        help="where run dirs live (default $PAV_RESULTS_ROOT or runs/)",
+    )
     p.add_argument("--keep", action="store_true", help="skip teardown: leave hosts and work dirs up")
     p.add_argument(
         "--dry-run", action="store_true", help="print the plan of stages, hosts and tests; change nothing"
@@ -92,6 +98,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         hosts=args.hosts,
         apply_tuning=args.apply_tuning,
         allow_missing=args.allow_missing,
+        results_root=rundir.results_root(args.results_root),
     )
     settings = load_settings(env.inventory_dir)
     if args.tests:
@@ -100,7 +107,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         settings.test_timeout_s = args.test_timeout
     check_names(settings, env, from_cli=bool(args.tests))
     run_id = rundir.new_run_id(env.name)
-    run_dir = args.run_dir or rundir.default_run_dir(run_id)
+    run_dir = args.run_dir or rundir.default_run_dir(run_id, options.results_root)
     results = RunResults(
         run_id=run_id,
         env=env.name,
@@ -155,7 +162,19 @@ def check_nccl(argv: list[str]) -> int:
     return command.run(parser.parse_args(argv))
 
 
-SUBCOMMANDS = {"check-nccl": check_nccl}
+def history(argv: list[str]) -> int:
+    from pav.commands import history as command
+
+    parser = argparse.ArgumentParser(
+        prog="provision-and-validate history",
+        description="Compare the latest run of an env with its previous runs: what got worse.",
+        epilog="exit: 0 nothing dropped, 1 a metric dropped beyond the tolerance, 2 no runs or bad input",
+    )
+    command.add_arguments(parser)
+    return command.run(parser.parse_args(argv))
+
+
+SUBCOMMANDS = {"check-nccl": check_nccl, "history": history}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,6 +71,7 @@ class RunResults:
     cross_check: list[dict[str, Any]] = field(default_factory=list)  # payload vs nccl-tests busbw per op/size
     timing: dict[str, float] = field(default_factory=dict)  # run wall time split into tests and orchestration
     isolation: dict[str, Any] = field(default_factory=dict)  # suspect hosts and the re-runs that name them
+    history: dict[str, Any] = field(default_factory=dict)  # vs earlier runs of the env (reporting/history.py)
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

@@ -40,5 +40,12 @@ def prepare(run_dir: Path) -> Path:
     return run_dir
 
 
-def default_run_dir(run_id: str) -> Path:
-    return Path(os.environ.get("PAV_RUNS", "runs")) / run_id
+def results_root(chosen: Path | None = None) -> Path:
+    """Where run dirs live and `history` looks: --results-root, else PAV_RESULTS_ROOT, else runs/."""
+    if chosen is not None:
+        return chosen
+    return Path(os.environ.get("PAV_RESULTS_ROOT") or os.environ.get("PAV_RUNS") or "runs")
+
+
+def default_run_dir(run_id: str, root: Path | None = None) -> Path:
+    return results_root(root) / run_id

@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import LocalRun, run_cli
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def local_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]:
-    run_dir = tmp_path_factory.mktemp("local") / "run"
-    run = run_cli("--env", "local", "--run-dir", str(run_dir))
-    return run.rc, run_dir, run.stdout + run.stderr
+def local_run(local_run: LocalRun) -> tuple[int, Path, str]:
+    """The session's real local run (tests/conftest.py), shared with tests/report."""
+    return local_run.rc, local_run.run_dir, local_run.output
 
 
 def test_exits_zero_with_pass(local_run: tuple[int, Path, str]) -> None:

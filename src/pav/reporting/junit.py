@@ -1,34 +1,47 @@
-"""junit.xml: one testcase per host x test, for CI systems that read JUnit."""
+"""junit.xml: one testcase per host x test (classname = host, name = test), for CI systems that read JUnit.
+
+A cluster test spanning N hosts is N testcases with the same outcome, so every host's row shows it.
+"""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from pav.results import RunResults, count_statuses
+from pav.results import RunResults, TestResult
+
+OUTCOME_TAGS = {"fail": "failure", "error": "error", "skipped": "skipped"}
 
 
 def render(results: RunResults) -> str:
-    counts = count_statuses(results.tests)
+    cases = [(host, test) for test in results.tests for host in test.hosts or ["(no host)"]]
+    counts = {status: sum(1 for _, t in cases if t.status == status) for status in OUTCOME_TAGS}
     suite = ET.Element(
         "testsuite",
         name=f"provision-and-validate.{results.env}",
-        tests=str(len(results.tests)),
+        tests=str(len(cases)),
         failures=str(counts["fail"]),
         errors=str(counts["error"]),
         skipped=str(counts["skipped"]),
         timestamp=results.started,
     )
-    for test in results.tests:
-        case = ET.SubElement(suite, "testcase", classname=test.name, name=",".join(test.hosts))
-        if test.status == "fail":
-            ET.SubElement(case, "failure", message=test.reason)
-        elif test.status == "error":
-            ET.SubElement(case, "error", message=test.reason)
-        elif test.status == "skipped":
-            ET.SubElement(case, "skipped", message=test.reason)
+    for host, test in cases:
+        suite.append(_case(host, test))
     if results.error:
         ET.SubElement(suite, "system-err").text = results.error
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _case(host: str, test: TestResult) -> ET.Element:
+    case = ET.Element("testcase", classname=host, name=test.name)
+    wall = test.metrics.get("wall_s")
+    if isinstance(wall, int | float):
+        case.set("time", f"{wall:.3f}")
+    tag = OUTCOME_TAGS.get(test.status)
+    if tag:
+        outcome = ET.SubElement(case, tag, message=test.reason)
+        if len(test.hosts) > 1:
+            outcome.text = f"{test.name} ran across {', '.join(test.hosts)}"
+    return case

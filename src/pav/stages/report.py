@@ -1,16 +1,19 @@
-"""Report: judge every result against the profile, then write results.json, summary.txt and junit.xml."""
+"""Report: judge every result against the profile, compare with the env's earlier runs, then write
+results.json, summary.txt, junit.xml and report.html."""
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import asdict
 from datetime import datetime
+from typing import Any
 
-from pav import interrupts
+from pav import interrupts, scrub
 from pav.commands.check_nccl import load_gates
 from pav.context import RunContext
 from pav.derive import add_scaling, split_gates
 from pav.evaluate import evaluate_launch
-from pav.reporting import junit, summary
+from pav.reporting import history, html, junit, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, utc_now, verdict_of
 from pav.thresholds import auto_profile, load_profile
@@ -22,6 +25,7 @@ def judge(ctx: RunContext) -> None:
     ctx.derived_gates = {}  # applied once, even if report runs again after an interrupt
     tests = [asdict(t) for t in ctx.results.tests]
     ctx.results.cross_check = cross_check(tests, list(ctx.results.hosts))
+    ctx.results.history = compare_history(ctx)
     if ctx.results.error:
         ctx.results.verdict = "ERROR"
     elif not ctx.wants("validate") and not ctx.results.tests:
@@ -64,6 +68,34 @@ def write(ctx: RunContext) -> None:
     ctx.results.write(ctx.run_dir / "results.json")
     (ctx.run_dir / "summary.txt").write_text(summary.render(ctx.results))
     (ctx.run_dir / "junit.xml").write_text(junit.render(ctx.results))
+    write_html(ctx)
+
+
+def write_html(ctx: RunContext) -> None:
+    """Last, and never raising: a rendering bug must not cost the teardown and scrub that follow a write."""
+    try:
+        page = html.render(ctx.results.to_dict(), ctx.run_dir, scrub.run_secrets(ctx))
+    except Exception as exc:
+        with (ctx.run_dir / "driver-error.txt").open("a") as out:
+            out.write("report.html:\n" + traceback.format_exc() + "\n")
+        page = html.fallback(f"report.html could not be rendered ({exc!r}); results.json holds the results")
+    (ctx.run_dir / "report.html").write_text(page)
+
+
+def compare_history(ctx: RunContext) -> dict[str, Any]:
+    """This run against the env's earlier runs under the results root; empty when there are none."""
+    root = ctx.options.results_root
+    if not root.is_dir():
+        return {}
+    runs, _ = history.find_runs(root, ctx.results.env)
+    here, now = ctx.run_dir.resolve(), ctx.results.started
+    earlier = [r for r in runs if r.path.parent.resolve() != here and r.run_id != ctx.results.run_id]
+    earlier = [r for r in earlier if r.started <= now]  # not a later run, when an old one is re-reported
+    if not earlier:
+        return {}
+    return history.record(
+        ctx.results.to_dict(), earlier, root, history.DEFAULT_TOLERANCE, history.DEFAULT_LAST
+    )
 
 
 def timing(results: RunResults) -> dict[str, float]:

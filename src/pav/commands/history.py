@@ -1,0 +1,72 @@
+"""history --env NAME [--last N] [--tolerance F] [--json]: what got worse in the env's latest run.
+
+Exit 0 when no metric dropped beyond the tolerance, 1 when one did, 2 when there is nothing to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pav import rundir
+from pav.errors import PavError
+from pav.reporting import history
+
+EXIT_OK, EXIT_DROP = 0, 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env", required=True, help="the env whose runs to compare (as results.json records it)"
+    )
+    parser.add_argument(
+        "--results-root",
+        type=Path,
+        metavar="ROOT",
+        help="where run dirs live (default $PAV_RESULTS_ROOT or runs/)",
+    )
+    parser.add_argument(
+        "--last", type=int, default=history.DEFAULT_LAST, metavar="N",
+        help=f"compare with the median of the N runs before the latest (default {history.DEFAULT_LAST})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tolerance", type=float, default=history.DEFAULT_TOLERANCE, metavar="F",
+        help=f"flag drops worse than this fraction (default {history.DEFAULT_TOLERANCE})",
+    )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON (docs/results.md)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except PavError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.last < 1:
+        raise PavError("--last must be at least 1")
+    if not 0 <= args.tolerance < 1:
+        raise PavError("--tolerance is a fraction between 0 and 1, e.g. 0.05 for 5%")
+    root = rundir.results_root(args.results_root)
+    if not root.is_dir():
+        raise PavError(f"results root {root} is not a folder; pass --results-root or set PAV_RESULTS_ROOT")
+    runs, skipped = history.find_runs(root, args.env)
+    for line in skipped:
+        print(f"warning: skipped {line}", file=sys.stderr)
+    if not runs:
+        raise PavError(
+            f"no runs of env {args.env} under {root}; run provision-and-validate --env {args.env} first"
+        )
+    latest, earlier = runs[-1], runs[:-1]
+    hist = history.record(latest.data, earlier, root, args.tolerance, args.last)
+    if args.json:
+        print(json.dumps(hist, indent=2))
+    elif not earlier:
+        print(f"env {args.env}: one run ({latest.run_id}) under {root}; nothing to compare with yet")
+    else:
+        print(history.render(hist), end="")
+    return EXIT_DROP if hist["flagged"] else EXIT_OK

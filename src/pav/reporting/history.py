@@ -1,0 +1,188 @@
+"""What got worse since the last runs of an env: every metric of the latest run against the previous run
+and against the median of the last N, with drops beyond a tolerance flagged.
+
+Runs are the results.json files one level under the results root, matched by the env they record. Hosts
+of a provisioning env get new names every run, so a metric is keyed by test and metric name, and its
+value is the worst over the hosts the test ran on (the host is kept, to name it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_LAST = 5
+DEFAULT_TOLERANCE = 0.05
+
+# Metric name patterns and which way is better; a metric matching none is not compared (counts, ids).
+HIGHER_IS_BETTER = re.compile(r"^(busbw_gbps\..*|avg_busbw_gbps|.*_per_s_.*|.*_per_s|scaling_efficiency)$")
+LOWER_IS_BETTER = re.compile(r"^(.*time_s_median|.*time_us_median|peak_memory_bytes|wrong_total)$")
+
+
+@dataclass
+class Run:
+    run_id: str
+    started: str
+    path: Path
+    data: dict[str, Any]
+
+
+@dataclass
+class MetricChange:
+    test: str
+    metric: str
+    better: str  # "higher" or "lower"
+    latest: float
+    host: str  # the host the latest (worst) value came from
+    previous: float | None
+    vs_previous: float | None  # relative change, signed so that negative is worse
+    median: float | None
+    vs_median: float | None
+    flagged: bool
+
+
+def find_runs(root: Path, env: str) -> tuple[list[Run], list[str]]:
+    """The env's runs under root, oldest first, and a line for each results.json that could not be read."""
+    runs, skipped = [], []
+    for path in sorted(root.glob("*/results.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            skipped.append(f"{path}: not readable JSON ({exc.__class__.__name__})")
+            continue
+        if isinstance(data, dict) and data.get("env") == env and data.get("tests"):
+            runs.append(
+                Run(str(data.get("run_id", path.parent.name)), str(data.get("started", "")), path, data)
+            )
+    runs.sort(key=lambda r: (r.started, r.run_id))
+    return runs, skipped
+
+
+def direction(metric: str) -> str | None:
+    if HIGHER_IS_BETTER.match(metric):
+        return "higher"
+    if LOWER_IS_BETTER.match(metric):
+        return "lower"
+    return None
+
+
+def metrics_of(results: dict[str, Any]) -> dict[tuple[str, str], tuple[float, str]]:
+    """(test, metric) -> (the worst value over hosts, its host) for every compared metric of a run."""
+    out: dict[tuple[str, str], tuple[float, str]] = {}
+    for test in results.get("tests", []):
+        if test.get("status") not in ("pass", "fail"):
+            continue
+        host = ",".join(test.get("hosts", []))
+        for metric, value in _leaves(test.get("metrics") or {}):
+            better = direction(metric)
+            if better is None:
+                continue
+            key = (str(test.get("name")), metric)
+            old = out.get(key)
+            worse = old is None or (value < old[0] if better == "higher" else value > old[0])
+            if worse:
+                out[key] = (value, host)
+    return out
+
+
+def _leaves(node: dict[str, Any], prefix: str = "") -> list[tuple[str, float]]:
+    leaves = []
+    for key, value in node.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            leaves += _leaves(value, name + ".")
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            leaves.append((name, float(value)))
+    return leaves
+
+
+def compare(
+    latest: dict[str, Any],
+    earlier: list[dict[str, Any]],
+    tolerance: float = DEFAULT_TOLERANCE,
+    last: int = DEFAULT_LAST,
+) -> list[MetricChange]:
+    """Every compared metric of latest against earlier runs (oldest first): the previous one, and the
+    median of the last `last` of them. A change worse than -tolerance (relative) is flagged."""
+    window = [metrics_of(r) for r in earlier[-last:]]
+    previous = window[-1] if window else {}
+    changes = []
+    for key, (value, host) in sorted(metrics_of(latest).items(), key=lambda item: _natural(item[0])):
+        better = direction(key[1]) or "higher"
+        past = [m[key][0] for m in window if key in m]
+        prev = previous.get(key, (None, ""))[0]
+        median = statistics.median(past) if past else None
+        vs_prev, vs_median = _change(value, prev, better), _change(value, median, better)
+        flagged = any(c is not None and c < -tolerance for c in (vs_prev, vs_median))
+        changes.append(
+            MetricChange(key[0], key[1], better, value, host, prev, vs_prev, median, vs_median, flagged)
+        )
+    return changes
+
+
+def _natural(key: tuple[str, str]) -> tuple[str, list[tuple[int, str]]]:
+    """busbw_gbps.all_reduce.65536 before ...1048576: sizes in numeric order."""
+    return key[0], [(int(p), "") if p.isdigit() else (-1, p) for p in key[1].split(".")]
+
+
+def _change(value: float, base: float | None, better: str) -> float | None:
+    """Relative change, negative when worse. From a base of 0, any worsening counts as -100%."""
+    if base is None:
+        return None
+    if base == 0:
+        if value == 0:
+            return 0.0
+        return -1.0 if (value > 0) == (better == "lower") else 1.0
+    change = (value - base) / abs(base)
+    return change if better == "higher" else -change
+
+
+def record(
+    latest: dict[str, Any], earlier: list[Run], root: Path, tolerance: float, last: int
+) -> dict[str, Any]:
+    """results.json's "history": what the report stage writes and `history --json` prints."""
+    changes = compare(latest, [r.data for r in earlier], tolerance, last)
+    return {
+        "results_root": str(root),
+        "env": latest.get("env"),
+        "latest": latest.get("run_id"),
+        "previous": earlier[-1].run_id if earlier else None,
+        "compared_runs": [r.run_id for r in earlier[-last:]],
+        "tolerance": tolerance,
+        "last": last,
+        "flagged": sum(c.flagged for c in changes),
+        "metrics": [asdict(c) for c in changes],
+    }
+
+
+def render(hist: dict[str, Any]) -> str:
+    """The table `history` prints."""
+    head = (
+        f"env {hist['env']}: run {hist['latest']} vs previous {hist['previous']} and the median of "
+        f"{len(hist['compared_runs'])} run(s); tolerance {hist['tolerance']:.0%}; change: + better, - worse"
+    )
+    rows = [["", "test", "metric", "latest", "previous", "change", "median", "change"]]
+    for m in hist["metrics"]:
+        rows.append([
+            "DROP" if m["flagged"] else "", m["test"], m["metric"], _num(m["latest"]), _num(m["previous"]),
+            _pct(m["vs_previous"]), _num(m["median"]), _pct(m["vs_median"]),
+        ])  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [head, ""] + [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
+    lines.append("")
+    lines.append(f"{hist['flagged']} metric(s) dropped beyond {hist['tolerance']:.0%}")
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value + 0.0:+.1%}"

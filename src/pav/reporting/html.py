@@ -1,0 +1,135 @@
+"""report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched) for people.
+
+Rendered from the results.json dict, so any run dir's results.json can be rendered again.
+The page: templates/report.html.j2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from pav.nccl_tests.grade import size_label
+from pav.reporting import causes, plots
+
+TEMPLATES = Path(__file__).parent / "templates"
+SUMMARY_ORDER = ("pass", "fail", "skipped", "error")  # as results.json's summary
+STATUS_ORDER = {"fail": 0, "error": 1, "pass": 2, "skipped": 3}  # the worst of a cell's results shows
+
+
+def render(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["pct"] = _pct
+    env.filters["size"] = lambda b: size_label(int(b))
+    env.filters["breakable"] = lambda name: Markup(
+        "_<wbr>".join(escape(part) for part in str(name).split("_"))
+    )
+    return env.get_template("report.html.j2").render(**context(results, run_dir, secrets))
+
+
+def fallback(message: str) -> str:
+    head = "<!DOCTYPE html><html><head><meta charset='utf-8'><title>report</title></head>"
+    return f"{head}<body><p>{escape(message)}</p></body></html>\n"
+
+
+def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) -> dict[str, Any]:
+    isolation = results.get("isolation") or {}
+    suspects = {s.get("host"): s for s in isolation.get("suspects") or []}
+    hosts, tests, cells = matrix(results)
+    return {
+        "r": results,
+        "verdict": results.get("verdict", "ERROR"),
+        "summary": {s: sum(t.get("status") == s for t in results.get("tests", [])) for s in SUMMARY_ORDER},
+        "suspects": list(suspects.values()),
+        "isolation_steps": isolation.get("steps") or [],
+        "suspect_hosts": set(suspects),
+        "matrix_hosts": hosts,
+        "matrix_tests": tests,
+        "cells": cells,
+        "failures": causes.failures(results, run_dir, secrets),
+        "busbw": plots.busbw_figures(results),
+        "cross_check": results.get("cross_check") or [],
+        "training": plots.training_figures(results),
+        "training_rows": plots.training_rows(results),
+        "history": results.get("history") or {},
+        "facts": [facts_row(name, h) for name, h in (results.get("hosts") or {}).items()],
+        "timing": results.get("timing") or {},
+    }
+
+
+def matrix(results: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple[str, str], dict[str, Any]]]:
+    """Hosts x tests: a cluster test fills the cell of every host it spans."""
+    hosts = list(results.get("hosts") or {})
+    tests: list[str] = []
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for test in results.get("tests", []):
+        if test["name"] not in tests:
+            tests.append(test["name"])
+        for host in test.get("hosts", []):
+            if host not in hosts:
+                hosts.append(host)
+            old = cells.get((host, test["name"]))
+            if old is None or STATUS_ORDER[test["status"]] < STATUS_ORDER[old["status"]]:
+                span = len(test.get("hosts", []))
+                cells[(host, test["name"])] = {
+                    "status": test["status"],
+                    "reason": test.get("reason", ""),
+                    "span": span,
+                }
+    return hosts, tests, cells
+
+
+def facts_row(name: str, host: dict[str, Any]) -> dict[str, Any]:
+    facts = host.get("facts") or {}
+    gpu, torch = facts.get("gpu") or {}, facts.get("torch") or {}
+    devices = gpu.get("devices") or []
+    models = sorted({str(d[1]) for d in devices if isinstance(d, list) and len(d) > 1})
+    rdma = facts.get("rdma") or {}
+    return {
+        "name": name,
+        "status": host.get("status", "unknown"),
+        "gpu": f"{gpu.get('count', 0)} x {', '.join(models)}" if models else str(gpu.get("count", "?")),
+        "driver": gpu.get("driver") or "-",
+        "cuda": gpu.get("cuda") or torch.get("cuda") or "-",
+        "nccl": torch.get("nccl") or "-",
+        "torch": torch.get("version") or "-",
+        "firmware": _vbios(devices),
+        "kernel": facts.get("kernel") or "-",
+        "os": facts.get("os") or "-",
+        "cpu": (facts.get("cpu") or {}).get("model") or "-",
+        "rdma": ", ".join(rdma.get("hcas") or []) or "none",
+        "rdma_ports": rdma.get("ports") or [],
+        "topology": gpu.get("topology") or "",
+        "tuning": host.get("changes") or [],
+        "tuning_applied": bool(host.get("tuning_applied")),
+    }
+
+
+def _vbios(devices: list[Any]) -> str:
+    """GPU VBIOS versions: the 7th column of preflight's nvidia-smi query (hosts seen before it was added
+    have 6)."""
+    found = sorted({str(d[6]) for d in devices if isinstance(d, list) and len(d) > 6})
+    return "VBIOS " + ", ".join(found) if found else "-"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def _pct(value: Any) -> str:
+    return "-" if not isinstance(value, int | float) else f"{value + 0.0:+.1%}"
