@@ -1,4 +1,4 @@
-"""Job settings of a k8s env: templates/k8s/defaults.yml, overridden by the env's group_vars, checked by type."""
+"""Job settings of a k8s env: templates/k8s/defaults.yml, then the env's group_vars, checked by type."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class K8sConfig:
         match = PRESET.match(self.node_preset)
         if not match:
             raise PavError(
-                f"k8s_node_preset {self.node_preset!r} is not a Nebius preset like 8gpu-128vcpu-1600gb; fix it"
+                f"k8s_node_preset {self.node_preset!r} is not a Nebius preset (like 8gpu-128vcpu-1600gb)"
             )
         gpus, vcpus, gb = map(int, match.groups())
         if gpus < 1 or vcpus <= self.cpu_reserved:

@@ -58,7 +58,8 @@ def _pod_problems(pod: dict[str, Any]) -> list[str]:
         lim = (res.get("limits") or {}).get("nvidia.com/gpu")
         if not req or not lim or str(req) != str(lim):
             found.append(f"container {c.get('name')} must request and limit the same nvidia.com/gpu count")
-    shm = {v.get("name") for v in pod.get("volumes") or [] if (v.get("emptyDir") or {}).get("medium") == "Memory"}
+    volumes = pod.get("volumes") or []
+    shm = {v.get("name") for v in volumes if (v.get("emptyDir") or {}).get("medium") == "Memory"}
     for c in containers:
         mounts = {m.get("name") for m in c.get("volumeMounts") or [] if m.get("mountPath") == "/dev/shm"}
         if not mounts & shm:

@@ -1,4 +1,4 @@
-"""Render the run's manifests: a payload ConfigMap, a PyTorchJob per torch test, an MPIJob per nccl-tests test."""
+"""Render the manifests: payload ConfigMap, a PyTorchJob per torch test, an MPIJob per nccl-tests test."""
 
 from __future__ import annotations
 
@@ -71,6 +71,19 @@ def job_name(run_id: str, test: str) -> str:
     return name[:52].rstrip("-")  # the operators add suffixes (-worker-NN, -launcher) to a 63-char limit
 
 
+def run_label(run_id: str) -> str:
+    """The run id as a label value (63 characters of [A-Za-z0-9._-])."""
+    return re.sub(r"[^A-Za-z0-9._-]", "", run_id)[:63].strip("._-")
+
+
+def job_labels(run_id: str, test: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/managed-by": "provision-and-validate",
+        "pav-test": test,
+        "pav-run-id": run_label(run_id),
+    }
+
+
 def plan_jobs(
     tests: list[str], config: K8sConfig, env: dict[str, str], workers: int, run_id: str, timeout_s: int
 ) -> list[Job]:
@@ -84,15 +97,17 @@ def plan_jobs(
                 f"tests as PyTorchJob and nccl-tests as MPIJob: take it out of pav_tests"
             )
         image = config.pytorch_image if kind == "PyTorchJob" else config.nccl_tests_image
-        script = _torch_script(spec) if kind == "PyTorchJob" else _mpi_script(spec, config, env, workers, shape.gpus)
+        if kind == "PyTorchJob":
+            script = _torch_script(spec)
+        else:
+            script = _mpi_script(spec, config, env, workers, shape.gpus)
         jobs.append(
             Job(
                 test=spec.name,
                 kind=kind,
                 name=job_name(run_id, spec.name),
                 namespace=config.namespace,
-                labels={"app.kubernetes.io/managed-by": "provision-and-validate", "pav-test": spec.name,
-                        "pav-run-id": re.sub(r"[^A-Za-z0-9._-]", "", run_id)[:63]},  # fmt: skip
+                labels=job_labels(run_id, spec.name),
                 image=image,
                 workers=workers,
                 gpus_per_worker=shape.gpus,
@@ -119,12 +134,13 @@ def _wrap(command: str, spec: TestSpec) -> str:
     return "\n".join(
         [
             f'out={RESULTS}; mkdir -p "$out"',
-            'echo "pav: memlock=$(ulimit -l) shm=$(df -k /dev/shm | awk \'NR==2{print $2}\')k"',
+            "echo \"pav: memlock=$(ulimit -l) shm=$(df -k /dev/shm | awk 'NR==2{print $2}')k\"",
             "start=$(date +%s.%N)",
             command,
             "rc=$?",
             'echo "$rc" > "$out/launcher.rc"; echo "$start $(date +%s.%N)" > "$out/launcher.time"',
-            f'for f in "$out"/*; do echo "{FILE_MARK}$(basename "$f")"; cat "$f"; echo; echo "{END_MARK}"; done',
+            f'for f in "$out"/*; do echo "{FILE_MARK}$(basename "$f")"; cat "$f"; echo; echo "{END_MARK}"',
+            "done",
             'exit "$rc"',
         ]
     )
