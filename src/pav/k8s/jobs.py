@@ -118,27 +118,32 @@ def follow(
 
 def collect(kubectl: Kubectl, job: Job, pods: list[PodState], run_dir: Path) -> Launch:
     """Pod logs under k8s/JOB/; result files of the pods that hold them under hosts/POD/results/TEST/."""
-    raw = run_dir / "k8s" / job.name
-    raw.mkdir(parents=True, exist_ok=True)
-    bearers = [p for p in pods if p.role == ("launcher" if job.kind == "MPIJob" else "worker")]
     launcher = "torchrun" if job.kind == "PyTorchJob" else "nccl_tests"
     launch = Launch(job.test, launcher, "cluster", job.timeout_s)
     for pod in pods:
         container = CONTAINER[job.kind].get(pod.role, "")
         log = kubectl.run("logs", pod.name, "-c", container, check=False) if container else ""
-        (raw / f"{pod.name}.log").write_text(log)
-        if pod not in bearers:
-            continue
-        own, files = split_log(log)
-        out = run_dir / "hosts" / pod.name / "results" / job.test
-        out.mkdir(parents=True, exist_ok=True)
-        files.setdefault("launcher.log", own)
-        for name, text in files.items():
-            (out / Path(name).name).write_text(text)
-        launch.argv_by_host[pod.name] = _argv(job)
-        launch.ranks_by_host[pod.name] = job.gpus_per_worker if job.kind == "PyTorchJob" else 0
+        save_log(launch, job, pod, log, run_dir)
     launch.members = [p.name for p in pods if p.role == "worker"]
     return launch
+
+
+def save_log(launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path) -> None:
+    """The raw log, and for a result-bearing pod (PyTorchJob workers, the MPIJob launcher) its files laid out
+    as roles/collect lays out a host's, so evaluate and report judge them the same way."""
+    raw = run_dir / "k8s" / job.name
+    raw.mkdir(parents=True, exist_ok=True)
+    (raw / f"{pod.name}.log").write_text(log)
+    if pod.role != ("launcher" if job.kind == "MPIJob" else "worker"):
+        return
+    own, files = split_log(log)
+    out = run_dir / "hosts" / pod.name / "results" / job.test
+    out.mkdir(parents=True, exist_ok=True)
+    files.setdefault("launcher.log", own)
+    for name, text in files.items():
+        (out / Path(name).name).write_text(text)
+    launch.argv_by_host[pod.name] = _argv(job)
+    launch.ranks_by_host[pod.name] = job.gpus_per_worker if job.kind == "PyTorchJob" else 0
 
 
 def _argv(job: Job) -> list[str]:
