@@ -40,7 +40,7 @@ def pinned() -> dict[str, list[dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """provision-and-validate --env nebius-eu-k8s --dry-run, with no cloud credentials: the manifests it wrote."""
+    """`--env nebius-eu-k8s --dry-run` without cloud credentials: the manifests it wrote."""
     run_dir = tmp_path_factory.mktemp("dry") / "run"
     with pytest.MonkeyPatch.context() as mp:
         for name in ("NEBIUS_IAM_TOKEN", "NEBIUS_SERVICE_ACCOUNT_ID", "KUBECONFIG"):
@@ -54,9 +54,9 @@ def strict(schema: Any) -> Any:
     Same here: every object schema that lists its properties refuses others."""
     if isinstance(schema, dict):
         out = {k: strict(v) for k, v in schema.items()}
-        if "properties" in out and "additionalProperties" not in out:
-            if not out.get("x-kubernetes-preserve-unknown-fields"):
-                out["additionalProperties"] = False
+        declared = "properties" in out and "additionalProperties" not in out
+        if declared and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
         return out
     if isinstance(schema, list):
         return [strict(v) for v in schema]
@@ -108,12 +108,17 @@ def test_jobs_carry_what_the_seeds_learned(dry_run: dict[str, dict[str, Any]]) -
 
 def test_core_objects_pass_kubernetes_schemas(dry_run: dict[str, dict[str, Any]]) -> None:
     """The ConfigMap, and every job's pod template as a v1 PodTemplate, against Kubernetes' strict schemas."""
-    for name, manifest in dry_run.items():
+    for manifest in dry_run.values():
         if manifest["kind"] == "ConfigMap":
             kubernetes_validate.validate(manifest, K8S_VERSION, strict=True)
             continue
         for i, template in enumerate(pod_templates(manifest)):
-            wrapped = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": f"t{i}"}, "template": template}
+            wrapped = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": f"t{i}"},
+                "template": template,
+            }
             kubernetes_validate.validate(wrapped, K8S_VERSION, strict=True)
 
 
