@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pav.envs import EnvSpec
 from pav.errors import PavError
 from pav.provisioning import nebius
@@ -89,7 +91,7 @@ def apply(env: EnvSpec, workers: int, run_id: str) -> Path:
 def write_kubeconfig(outputs: dict[str, Any], path: Path) -> Path:
     """The root's kubeconfig output (no secret in it: kubectl gets a token through the nebius CLI)."""
     text = outputs.get("kubeconfig")
-    if not isinstance(text, str) or "clusters:" not in text:
+    if not isinstance(text, str) or "clusters" not in (yaml.safe_load(text) or {}):
         raise PavError("the Terraform root has no kubeconfig output; the cluster may not have come up")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -169,6 +169,7 @@ variable "k8s_version" {
   description = "Kubernetes version (major.minor) of the control plane and the node group."
   type        = string
   default     = "1.31"
+  nullable    = false
 
   validation {
     condition     = can(regex("^1\\.[0-9]{2}$", var.k8s_version))
@@ -180,6 +181,7 @@ variable "drivers_preset" {
   description = "gpu_settings.drivers_preset of the GPU node group: the NVIDIA driver and CUDA in the node image (cuda12, cuda12.4, cuda12.8)."
   type        = string
   default     = "cuda12"
+  nullable    = false
 
   validation {
     condition     = can(regex("^cuda[0-9]+(\\.[0-9]+)?$", var.drivers_preset))
@@ -191,6 +193,7 @@ variable "etcd_cluster_size" {
   description = "etcd instances of the control plane: 1, or 3 for a highly available one."
   type        = number
   default     = 1
+  nullable    = false
 
   validation {
     condition     = contains([1, 3], var.etcd_cluster_size)
