@@ -69,7 +69,10 @@ def execute(ctx: RunContext) -> int:
         ctx.results.error = str(error)
     finally:
         interrupts.CANCEL.clear()  # let teardown's kubectl and Terraform run after a signal
-        for name, fn in (("report", report.run), ("teardown", stages.teardown_stage)):
+        wrap_up = [("report", report.run), ("teardown", stages.teardown_stage)]
+        if ctx.launches:
+            wrap_up.insert(0, ("collect", stages.collect_stage))
+        for name, fn in wrap_up:
             try:
                 _stage(ctx, name, fn)
             except PavError as exc:

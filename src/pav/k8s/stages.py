@@ -93,6 +93,13 @@ def validate_stage(ctx: RunContext) -> str:
     return f"{len(planned)} job(s) ran; logs under {Path('k8s')}/, results under hosts/"
 
 
+def collect_stage(ctx: RunContext) -> str:
+    """Each job's logs and result files were taken as it ended (the operator deletes finished jobs after
+    k8s_ttl_seconds_after_finished); this records what came back."""
+    pods = sorted({h for launch in ctx.launches for h in launch.hosts})
+    return f"results of {len(ctx.launches)} job(s) from {len(pods)} pod(s) under hosts/; raw logs under k8s/"
+
+
 def teardown_stage(ctx: RunContext) -> str:
     if ctx.options.keep:
         return "kept (--keep): jobs and cluster left; a later --stages teardown removes them"
