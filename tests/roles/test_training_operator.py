@@ -69,5 +69,5 @@ def test_fails_clearly_without_allocatable_gpus(tmp_path: Path, gpus: int) -> No
     rc, out = run_role(tmp_path, tmp_path / "cluster", gpus=gpus)
     assert rc != 0
     assert "no node has 8 nvidia.com/gpu allocatable" in out
-    assert "gpu-node-0" in out  # what it found, to act on
+    assert "gpu-node-0" in out and "NVIDIA GPU operator namespace: gpu-operator" in out  # what it found
     assert not (tmp_path / "cluster" / "calls.log").read_text().count("apply")  # nothing installed
