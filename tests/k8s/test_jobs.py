@@ -49,7 +49,7 @@ def test_the_pod_script_runs_and_its_log_gives_back_judged_results(tmp_path: Pat
     }
     proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    job = render.Job(**{**_job_fields(), "test": spec.name, "gpus_per_worker": 1})
+    job = render.Job(**{**_job_fields(), "test": spec.name, "gpus_per_worker": 1, "procs_per_worker": 1})
     launch = Launch(spec.name, "torchrun", "cluster", 600)
     run_dir = tmp_path / "run"
     pod = jobs.PodState(f"{job.name}-worker-0", "worker", "Succeeded")

@@ -143,7 +143,7 @@ def save_log(launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path) -
     for name, text in files.items():
         (out / Path(name).name).write_text(text)
     launch.argv_by_host[pod.name] = _argv(job)
-    launch.ranks_by_host[pod.name] = job.gpus_per_worker if job.kind == "PyTorchJob" else 0
+    launch.ranks_by_host[pod.name] = job.procs_per_worker if job.kind == "PyTorchJob" else 0
 
 
 def _argv(job: Job) -> list[str]:

@@ -36,6 +36,7 @@ class Job:
     image: str
     workers: int
     gpus_per_worker: int
+    procs_per_worker: int  # torchrun processes (ranks) per pod: the test's own count, else one per GPU
     cpu: int
     memory_request: str
     memory_limit: str
@@ -111,6 +112,7 @@ def plan_jobs(
                 image=image,
                 workers=workers,
                 gpus_per_worker=shape.gpus,
+                procs_per_worker=min(spec.procs or shape.gpus, shape.gpus),
                 cpu=shape.cpu,
                 memory_request=shape.memory_request,
                 memory_limit=shape.memory_limit,
