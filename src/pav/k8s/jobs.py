@@ -156,13 +156,14 @@ def _argv(job: Job) -> list[str]:
 
 
 def delete(kubectl: Kubectl, selector: str) -> str:
-    """Every job of the run, by label; their pods go with them. Idempotent."""
+    """The jobs (their pods go with them) and the payload ConfigMap, by label. Idempotent."""
     try:
         out = kubectl.run(
-            "delete", ",".join(RESOURCE.values()), "-l", selector, "--ignore-not-found",
+            "delete", ",".join([*RESOURCE.values(), "configmaps"]), "-l", selector, "--ignore-not-found",
             "--wait=true", timeout_s=300,
         )  # fmt: skip
     except PavError as exc:
-        how = f"kubectl delete pytorchjobs,mpijobs -n {kubectl.namespace} -l {selector}"
+        how = f"kubectl delete pytorchjobs,mpijobs,configmaps -n {kubectl.namespace} -l {selector}"
         raise PavError(f"{exc}; delete them with: {how}") from None
-    return f"deleted {len([ln for ln in out.splitlines() if 'deleted' in ln])} job(s)"
+    deleted = len([ln for ln in out.splitlines() if "deleted" in ln])
+    return f"deleted {deleted} object(s) labelled {selector}"
