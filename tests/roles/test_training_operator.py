@@ -52,9 +52,11 @@ def test_installs_once_then_changes_nothing(tmp_path: Path) -> None:
     state = tmp_path / "cluster"
     rc, out = run_role(tmp_path, state, gpus=8)
     assert rc == 0, out[-3000:]
-    assert recap(out)[1:] == (2, 0)  # the training-operator and the MPI operator applied
+    assert recap(out)[1:] == (1, 0)  # one apply of both pinned manifests
     calls = (state / "calls.log").read_text()
-    assert "apply --server-side --force-conflicts -f" in calls
+    files = "training-operator-v1.8.1/training-operator.yaml -f {}/mpi-operator-v0.6.0/mpi-operator.yaml"
+    assert f"apply --server-side --force-conflicts -f {REPO}/roles/training_operator/files/" in calls
+    assert files.format(REPO / "roles" / "training_operator" / "files") in calls
     crds = "crd/pytorchjobs.kubeflow.org crd/mpijobs.kubeflow.org"
     assert f"wait --for condition=established --timeout 300s {crds}" in calls
     assert "rollout status -n mpi-operator deployment/mpi-operator" in calls
