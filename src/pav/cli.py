@@ -11,7 +11,7 @@ from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.results import RunResults
-from pav.settings import Settings, load_settings, settings_file
+from pav.settings import PLATFORMS, Settings, load_settings, settings_file
 from pav.thresholds import profile_path
 
 EXIT_HELP = (
@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the plan of stages, hosts and tests; change nothing"
     )
     p.add_argument("--hosts", type=int, help="how many hosts an env that provisions creates")
+    p.add_argument(
+        "--platform", choices=PLATFORMS, help="hosts (SSH) or k8s (PyTorchJob/MPIJob); default: pav_platform"
+    )
     p.add_argument("--tests", help="comma list of tests to run instead of the env's pav_tests")
     p.add_argument(
         "--test-timeout",
@@ -101,6 +104,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
         results_root=rundir.results_root(args.results_root),
     )
     settings = load_settings(env.inventory_dir)
+    if args.platform:
+        settings.platform = args.platform
     if args.tests:
         settings.tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     if args.test_timeout is not None:
@@ -134,6 +139,10 @@ def run(argv: list[str]) -> int:
 
     args = build_parser().parse_args(argv)
     ctx = make_context(args)
+    if ctx.settings.platform == "k8s":
+        from pav.k8s import run as k8s
+
+        return k8s.dry_run(ctx) if ctx.options.dry_run else k8s.run(ctx)
     if ctx.options.dry_run:
         if ctx.env.hosts_file is not None:
             from pav.inventory import resolve_hosts

@@ -9,6 +9,7 @@ from typing import Any
 from pav.errors import PavError
 from pav.yamlfile import load_mapping
 
+PLATFORMS = ("hosts", "k8s")
 DEFAULT_TESTS = ["torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce", "nccl_tests_all_reduce"]
 
 
@@ -24,6 +25,7 @@ class Settings:
     hosts: int = 3  # hosts an env that provisions creates (--hosts overrides)
     ssh_timeout_s: int = 300  # how long new hosts get to answer SSH
     isolate: bool = True  # re-run a failing multi-host test on pairs of hosts to name the bad one
+    platform: str = "hosts"  # hosts: Ansible over SSH; k8s: PyTorchJob/MPIJob (docs/kubernetes.md)
 
 
 def settings_file(inventory_dir: Path) -> Path | None:
@@ -55,6 +57,8 @@ def settings_from(data: dict[str, Any], source: str) -> Settings:
         setattr(settings, f.name, value)
     if settings.test_timeout_s <= 0 or settings.cpu_procs_per_host <= 0:
         raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")
+    if settings.platform not in PLATFORMS:
+        raise PavError(f"{source}: pav_platform must be {' or '.join(PLATFORMS)}, got {settings.platform!r}")
     return settings
 
 

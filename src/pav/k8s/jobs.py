@@ -1,0 +1,169 @@
+"""Submit a rendered job, follow its pods with progress, collect logs and result files, delete it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pav import interrupts
+from pav.errors import PavError
+from pav.k8s.kubectl import Kubectl
+from pav.k8s.render import END_MARK, FILE_MARK, Job, Manifest
+from pav.launches import Launch
+
+RESOURCE = {"PyTorchJob": "pytorchjobs.kubeflow.org", "MPIJob": "mpijobs.kubeflow.org"}
+CONTAINER = {"PyTorchJob": {"worker": "pytorch"}, "MPIJob": {"launcher": "launcher", "worker": "worker"}}
+POLL_S = 10.0
+# Past the job's activeDeadlineSeconds the operator fails it; this is how long the driver waits beyond that.
+GRACE_S = 120.0
+
+
+@dataclass(frozen=True)
+class PodState:
+    name: str
+    role: str  # launcher | worker
+    phase: str  # Pending | Running | Succeeded | Failed | Unknown
+    reason: str = ""  # why it waits or failed (ImagePullBackOff, OOMKilled, Unschedulable, ...)
+
+
+def job_state(job: dict[str, Any]) -> str:
+    """Created, Running, Succeeded, Failed, ... from the operators' common status.conditions."""
+    conditions = [c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
+    return conditions[-1]["type"] if conditions else "Created"
+
+
+def job_message(job: dict[str, Any]) -> str:
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return conditions[-1].get("message", "") if conditions else ""
+
+
+def pod_states(pods: dict[str, Any]) -> list[PodState]:
+    states = []
+    for pod in pods.get("items") or []:
+        name = pod["metadata"]["name"]
+        role = "launcher" if "-launcher" in name else "worker"
+        status = pod.get("status") or {}
+        states.append(PodState(name, role, status.get("phase", "Unknown"), _reason(status)))
+    return sorted(states, key=lambda p: (p.role != "launcher", p.name))
+
+
+def _reason(status: dict[str, Any]) -> str:
+    for c in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        state = c.get("state") or {}
+        for key in ("waiting", "terminated"):
+            reason = (state.get(key) or {}).get("reason", "")
+            if reason and reason not in ("Completed", "PodInitializing", "ContainerCreating"):
+                return reason
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return c.get("reason", "Unschedulable")
+    return ""
+
+
+def progress_line(job: Job, state: str, pods: list[PodState]) -> str:
+    shown = ", ".join(
+        f"{p.name.removeprefix(job.name + '-')} {p.phase}" + (f" ({p.reason})" if p.reason else "")
+        for p in pods
+    )
+    return f"  {job.test}: {state} [{shown or 'no pods yet'}]"
+
+
+def split_log(log: str) -> tuple[str, dict[str, str]]:
+    """The pod's own output, and the result files it printed between FILE_MARK and END_MARK lines."""
+    text: list[str] = []
+    files: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        if line.startswith(FILE_MARK):
+            current = line[len(FILE_MARK) :].strip()
+            files[current] = []
+        elif line == END_MARK and current is not None:
+            current = None
+        elif current is not None:
+            files[current].append(line)
+        else:
+            text.append(line)
+    bodies = {name: "\n".join(lines).rstrip("\n") + "\n" for name, lines in files.items()}
+    return "\n".join(text) + "\n", bodies
+
+
+def submit(kubectl: Kubectl, manifest: Manifest) -> None:
+    kubectl.run("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=manifest.text)
+
+
+def follow(
+    kubectl: Kubectl, job: Job, echo: Callable[[str], None] = print, poll_s: float = POLL_S
+) -> tuple[str, list[PodState]]:
+    """Poll until the job ends or outlives its deadline; a line whenever its state or a pod's changes."""
+    deadline = time.monotonic() + job.timeout_s + GRACE_S
+    last = ""
+    while True:
+        interrupts.raise_if_requested()
+        state = job_state(kubectl.json("get", RESOURCE[job.kind], job.name))
+        selector = f"pav-test={job.test},pav-run-id={job.labels['pav-run-id']}"
+        pods = pod_states(kubectl.json("get", "pods", "-l", selector))
+        line = progress_line(job, state, pods)
+        if line != last:
+            echo(line)
+            last = line
+        if state in ("Succeeded", "Failed"):
+            return state, pods
+        if time.monotonic() > deadline:
+            return "Timeout", pods
+        time.sleep(poll_s)
+
+
+def collect(kubectl: Kubectl, job: Job, pods: list[PodState], run_dir: Path) -> Launch:
+    """Pod logs under k8s/JOB/; result files of the pods that hold them under hosts/POD/results/TEST/."""
+    launcher = "torchrun" if job.kind == "PyTorchJob" else "nccl_tests"
+    launch = Launch(job.test, launcher, "cluster", job.timeout_s)
+    for pod in pods:
+        container = CONTAINER[job.kind].get(pod.role, "")
+        log = kubectl.run("logs", pod.name, "-c", container, check=False) if container else ""
+        save_log(launch, job, pod, log, run_dir)
+    launch.members = [p.name for p in pods if p.role == "worker"]
+    return launch
+
+
+def save_log(launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path) -> None:
+    """The raw log, and for a result-bearing pod (PyTorchJob workers, the MPIJob launcher) its files laid out
+    as roles/collect lays out a host's, so evaluate and report judge them the same way."""
+    raw = run_dir / "k8s" / job.name
+    raw.mkdir(parents=True, exist_ok=True)
+    (raw / f"{pod.name}.log").write_text(log)
+    if pod.role != ("launcher" if job.kind == "MPIJob" else "worker"):
+        return
+    own, files = split_log(log)
+    out = run_dir / "hosts" / pod.name / "results" / job.test
+    out.mkdir(parents=True, exist_ok=True)
+    files.setdefault("launcher.log", own)
+    for name, text in files.items():
+        (out / Path(name).name).write_text(text)
+    launch.argv_by_host[pod.name] = _argv(job)
+    launch.ranks_by_host[pod.name] = job.procs_per_worker if job.kind == "PyTorchJob" else 0
+
+
+def _argv(job: Job) -> list[str]:
+    """What evaluate reads of a launch's argv: nccl-tests' binary name (first word after mpirun's options)."""
+    if job.kind == "PyTorchJob":
+        return ["torchrun"]
+    words = job.script.split()
+    binary = next((w for w in words if w.endswith("_perf")), "nccl_tests")
+    return [binary.rsplit("/", 1)[-1]]
+
+
+def delete(kubectl: Kubectl, selector: str) -> str:
+    """The jobs (their pods go with them) and the payload ConfigMap, by label. Idempotent."""
+    try:
+        out = kubectl.run(
+            "delete", ",".join([*RESOURCE.values(), "configmaps"]), "-l", selector, "--ignore-not-found",
+            "--wait=true", timeout_s=300,
+        )  # fmt: skip
+    except PavError as exc:
+        how = f"kubectl delete pytorchjobs,mpijobs,configmaps -n {kubectl.namespace} -l {selector}"
+        raise PavError(f"{exc}; delete them with: {how}") from None
+    deleted = len([ln for ln in out.splitlines() if "deleted" in ln])
+    return f"deleted {deleted} object(s) labelled {selector}"

@@ -1,0 +1,203 @@
+"""Render the manifests: payload ConfigMap, a PyTorchJob per torch test, an MPIJob per nccl-tests test."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from pav import catalog, paths
+from pav.catalog import TestSpec
+from pav.errors import PavError
+from pav.k8s.config import TEMPLATES, K8sConfig
+from pav.k8s.policy import check_manifest
+
+PAYLOAD_CONFIGMAP = "pav-payload"
+RESULTS = "/tmp/pav-results"
+# Every file the pod leaves in RESULTS is printed to its log between these lines; collect writes it back.
+FILE_MARK, END_MARK = "=== pav-file ", "=== pav-end"
+KINDS = {"torchrun": "PyTorchJob", "nccl_tests": "MPIJob"}
+
+
+@dataclass
+class Job:
+    """One test as a job: the values the templates see."""
+
+    test: str
+    kind: str
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    image: str
+    workers: int
+    gpus_per_worker: int
+    procs_per_worker: int  # torchrun processes (ranks) per pod: the test's own count, else one per GPU
+    cpu: int
+    memory_request: str
+    memory_limit: str
+    env: dict[str, str]
+    script: str
+    timeout_s: int
+    privileged: bool
+    rdma_resource: str
+    memlock_image: str
+    shm_size: str
+    node_selector: dict[str, str] = field(default_factory=dict)
+    ttl_seconds_after_finished: int = 600
+    clean_pod_policy: str = "Running"
+    payload_configmap: str = PAYLOAD_CONFIGMAP
+
+
+@dataclass
+class Manifest:
+    name: str  # file name in the run dir
+    kind: str
+    text: str
+    test: str = ""
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return yaml.safe_load(self.text)
+
+
+def job_name(run_id: str, test: str) -> str:
+    """A DNS-1035 label unique to the run: jobs of two runs in one namespace never collide."""
+    stamp = re.sub(r"[^a-z0-9]", "", run_id.lower())[:15]
+    name = f"pav-{test.replace('_', '-')}-{stamp}"
+    return name[:52].rstrip("-")  # the operators add suffixes (-worker-NN, -launcher) to a 63-char limit
+
+
+def run_label(run_id: str) -> str:
+    """The run id as a label value (63 characters of [A-Za-z0-9._-])."""
+    return re.sub(r"[^A-Za-z0-9._-]", "", run_id)[:63].strip("._-")
+
+
+def job_labels(run_id: str, test: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/managed-by": "provision-and-validate",
+        "pav-test": test,
+        "pav-run-id": run_label(run_id),
+    }
+
+
+def plan_jobs(
+    tests: list[str], config: K8sConfig, env: dict[str, str], workers: int, run_id: str, timeout_s: int
+) -> list[Job]:
+    shape = config.node_shape()
+    jobs = []
+    for spec in catalog.select(tests):
+        kind = KINDS.get(spec.launcher)
+        if kind is None or not spec.needs_gpu:
+            raise PavError(
+                f"test {spec.name} runs through {spec.launcher} on CPUs; the k8s platform runs GPU torchrun "
+                f"tests as PyTorchJob and nccl-tests as MPIJob: take it out of pav_tests"
+            )
+        image = config.pytorch_image if kind == "PyTorchJob" else config.nccl_tests_image
+        if kind == "PyTorchJob":
+            script = _torch_script(spec)
+        else:
+            script = _mpi_script(spec, config, env, workers, shape.gpus)
+        jobs.append(
+            Job(
+                test=spec.name,
+                kind=kind,
+                name=job_name(run_id, spec.name),
+                namespace=config.namespace,
+                labels=job_labels(run_id, spec.name),
+                image=image,
+                workers=workers,
+                gpus_per_worker=shape.gpus,
+                procs_per_worker=min(spec.procs or shape.gpus, shape.gpus),
+                cpu=shape.cpu,
+                memory_request=shape.memory_request,
+                memory_limit=shape.memory_limit,
+                env=env,
+                script=script,
+                timeout_s=timeout_s,
+                privileged=config.privileged,
+                rdma_resource=config.rdma_resource,
+                memlock_image=config.memlock_image,
+                shm_size=config.shm_size,
+                node_selector={k: str(v) for k, v in config.node_selector.items()},
+                ttl_seconds_after_finished=config.ttl_seconds_after_finished,
+                clean_pod_policy=config.clean_pod_policy,
+            )
+        )
+    return jobs
+
+
+def _wrap(command: str, spec: TestSpec) -> str:
+    """Run the command, record rc and times like roles/run_tests does, print the result files to the log."""
+    return "\n".join(
+        [
+            f'out={RESULTS}; mkdir -p "$out"',
+            "echo \"pav: memlock=$(ulimit -l) shm=$(df -k /dev/shm | awk 'NR==2{print $2}')k\"",
+            "start=$(date +%s.%N)",
+            command,
+            "rc=$?",
+            'echo "$rc" > "$out/launcher.rc"; echo "$start $(date +%s.%N)" > "$out/launcher.time"',
+            f'for f in "$out"/*; do echo "{FILE_MARK}$(basename "$f")"; cat "$f"; echo; echo "{END_MARK}"',
+            "done",
+            'exit "$rc"',
+        ]
+    )
+
+
+def _torch_script(spec: TestSpec) -> str:
+    # torchrun takes --nnodes, --node_rank, --master_addr, ... from the PET_* variables the operator sets.
+    argv = ["torchrun", "-m", "pav_payload", *spec.args, "--out", '"$out"', "--test-id", spec.name]
+    return _wrap(" ".join(a if a == '"$out"' else shlex.quote(a) for a in argv), spec)
+
+
+def _mpi_script(spec: TestSpec, config: K8sConfig, env: dict[str, str], workers: int, gpus: int) -> str:
+    binary = f"{config.nccl_tests_dir.rstrip('/')}/{spec.args[0]}"
+    exports = " ".join(f"-x {name}" for name in sorted(env))
+    argv = ["mpirun", "--allow-run-as-root", "-np", str(workers * gpus), "-bind-to", "none"]
+    command = " ".join([*argv, exports, shlex.quote(binary), *map(shlex.quote, spec.args[1:]), "-g", "1"])
+    return _wrap(command + ' 2>&1 | tee "$out/launcher.log"; test "${PIPESTATUS[0]}" -eq 0', spec)
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,  # YAML, not HTML: values go through tojson
+    )
+
+
+def payload_files() -> dict[str, str]:
+    package = paths.PAYLOAD / "pav_payload"
+    return {p.name: p.read_text() for p in sorted(package.glob("*.py"))}
+
+
+def render(jobs: list[Job], namespace: str, labels: dict[str, str] | None = None) -> list[Manifest]:
+    env = _environment()
+    manifests: list[Manifest] = []
+    if any(j.kind == "PyTorchJob" for j in jobs):
+        text = env.get_template("payload-configmap.yaml.j2").render(
+            name=PAYLOAD_CONFIGMAP, namespace=namespace, labels=labels or {}, files=payload_files()
+        )
+        manifests.append(Manifest("00-payload-configmap.yaml", "ConfigMap", text))
+    for i, job in enumerate(jobs, start=1):
+        template = "pytorchjob.yaml.j2" if job.kind == "PyTorchJob" else "mpijob-nccl-tests.yaml.j2"
+        text = env.get_template(template).render(job=asdict(job))
+        manifest = Manifest(f"{i:02d}-{job.kind.lower()}-{job.test}.yaml", job.kind, text, job.test)
+        check_manifest(manifest.body, manifest.name)
+        manifests.append(manifest)
+    return manifests
+
+
+def write(manifests: list[Manifest], folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for m in manifests:
+        path = folder / m.name
+        path.write_text(m.text)
+        written.append(path)
+    return written

@@ -1,0 +1,116 @@
+"""The stages of a k8s run, each a function of the run's context, run by pav.k8s.run in the usual order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pav.ansible_exec import run_playbook
+from pav.context import RunContext
+from pav.errors import PavError
+from pav.k8s import jobs, provision, render
+from pav.k8s.config import load_config
+from pav.k8s.fabric import fabric_env
+from pav.k8s.kubectl import Kubectl
+from pav.k8s.policy import check_manifest
+
+MANAGED = "app.kubernetes.io/managed-by=provision-and-validate"
+
+
+def workers(ctx: RunContext) -> int:
+    return ctx.options.hosts or ctx.settings.hosts
+
+
+def manifests(ctx: RunContext) -> tuple[list[render.Job], list[render.Manifest]]:
+    config = load_config(ctx.env.inventory_dir)
+    env = fabric_env(ctx.env.inventory_dir)
+    planned = render.plan_jobs(
+        ctx.settings.tests, config, env, workers(ctx), ctx.results.run_id, ctx.settings.test_timeout_s
+    )
+    labels = render.job_labels(ctx.results.run_id, "payload")
+    return planned, render.render(planned, config.namespace, labels)
+
+
+def kubectl(ctx: RunContext) -> Kubectl:
+    path = provision.kubeconfig_path(ctx.env)
+    if not path.is_file():
+        raise PavError(f"no kubeconfig at {path}: run the provision stage, or set KUBECONFIG")
+    return Kubectl(path, load_config(ctx.env.inventory_dir).namespace)
+
+
+def provision_stage(ctx: RunContext) -> str:
+    if not ctx.env.provisions:
+        return f"existing cluster: {provision.kubeconfig_path(ctx.env)}"
+    ctx.provisioned["k8s"] = True
+    path = provision.apply(ctx.env, workers(ctx), ctx.results.run_id)
+    ctx.results.state_dir = str(path.parent)
+    return f"cluster up; kubeconfig {path}"
+
+
+def configure_stage(ctx: RunContext) -> str:
+    """roles/training_operator on the controller: the pinned operators, and a check that GPUs are there."""
+    kube = kubectl(ctx)
+    config = load_config(ctx.env.inventory_dir)
+    inventory = ctx.run_dir / "inventory" / "k8s.yml"
+    inventory.parent.mkdir(parents=True, exist_ok=True)
+    inventory.write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
+    outcome = run_playbook(
+        "configure",
+        "k8s.yml",
+        inventory,
+        ["localhost"],
+        ctx.run_dir / "ansible" / "configure",
+        {
+            **ctx.extravars(),
+            "training_operator_kubeconfig": str(kube.kubeconfig),
+            "training_operator_required_gpus_per_node": config.node_shape().gpus,
+        },
+        verbose=ctx.options.verbose,
+    )
+    if outcome.rc != 0:
+        why = "; ".join(outcome.failures.get("localhost", [])) or outcome.status
+        raise PavError(f"installing the operators failed: {why}")
+    return "training-operator and MPI operator ready; GPU nodes found"
+
+
+def validate_stage(ctx: RunContext) -> str:
+    planned, rendered = manifests(ctx)
+    render.write(rendered, ctx.run_dir / "manifests")
+    kube = kubectl(ctx)
+    kube.run("create", "namespace", kube.namespace, check=False)  # exists already on a later run: fine
+    for manifest in rendered:
+        check_manifest(manifest.body, manifest.name)  # again: a file edited in the run dir is what goes
+    for manifest in rendered:
+        if manifest.kind == "ConfigMap":
+            jobs.submit(kube, manifest)
+    by_test = {m.test: m for m in rendered if m.test}
+    for job in planned:  # one at a time: each takes every GPU of every node
+        print(f"submitting {job.kind} {job.name} ({job.test})", flush=True)
+        jobs.submit(kube, by_test[job.test])
+        state, pods = jobs.follow(kube, job)
+        ctx.launches.append(jobs.collect(kube, job, pods, ctx.run_dir))
+        if state == "Timeout":
+            kube.run("delete", jobs.RESOURCE[job.kind], job.name, "--ignore-not-found", check=False)
+    return f"{len(planned)} job(s) ran; logs under {Path('k8s')}/, results under hosts/"
+
+
+def collect_stage(ctx: RunContext) -> str:
+    """Each job's logs and result files were taken as it ended (the operator deletes finished jobs after
+    k8s_ttl_seconds_after_finished); this records what came back."""
+    pods = sorted({h for launch in ctx.launches for h in launch.hosts})
+    return f"results of {len(ctx.launches)} job(s) from {len(pods)} pod(s) under hosts/; raw logs under k8s/"
+
+
+def teardown_stage(ctx: RunContext) -> str:
+    if ctx.options.keep:
+        return "kept (--keep): jobs and cluster left; a later --stages teardown removes them"
+    notes = []
+    path = provision.kubeconfig_path(ctx.env)
+    if path.is_file():
+        # This run's jobs; a teardown-only run removes every job the tool left in the namespace.
+        selector = f"pav-run-id={render.run_label(ctx.results.run_id)}" if ctx.wants("validate") else MANAGED
+        notes.append(jobs.delete(kubectl(ctx), selector))
+    if ctx.env.provisions:
+        destroyed = provision.destroy(ctx.env)
+        ctx.results.destroyed = destroyed
+        notes.append(f"destroyed {len(destroyed)} resource(s)")
+    return "; ".join(notes) or "nothing to remove"

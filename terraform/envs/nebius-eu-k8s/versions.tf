@@ -1,0 +1,23 @@
+terraform {
+  required_version = ">= 1.5"
+
+  required_providers {
+    nebius = {
+      source  = "nebius/nebius"
+      version = "~> 0.6.3"
+    }
+  }
+
+  # State path is set at init (-backend-config=path=...): the env's state dir, never this folder.
+  backend "local" {}
+}
+
+# Credentials come from the environment only. NEBIUS_IAM_TOKEN is read by the provider itself, but only
+# when no service_account block is set; the driver picks nebius_auth from what the environment holds.
+provider "nebius" {
+  service_account = var.nebius_auth == "service_account" ? {
+    account_id_env       = "NEBIUS_SERVICE_ACCOUNT_ID"
+    public_key_id_env    = "NEBIUS_PUBLIC_KEY_ID"
+    private_key_file_env = "NEBIUS_PRIVATE_KEY_FILE"
+  } : null
+}

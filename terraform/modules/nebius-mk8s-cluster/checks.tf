@@ -1,0 +1,28 @@
+# What the inputs imply, and the checks that span several variables. Kept apart from main.tf and free of
+# provider resources, so the tests evaluate them with real Terraform and no Nebius provider.
+locals {
+  # GPUs per preset, per platform: a pair not listed here is rejected below.
+  presets = {
+    gpu-h100-sxm = { "8gpu-128vcpu-1600gb" = 8, "1gpu-16vcpu-200gb" = 1 }
+    gpu-h200-sxm = { "8gpu-128vcpu-1600gb" = 8, "1gpu-16vcpu-200gb" = 1 }
+  }
+  gpus = lookup(lookup(local.presets, var.platform, {}), var.preset, 0)
+
+  # Only 8-GPU presets have InfiniBand HCAs: only they join a GPU cluster.
+  with_cluster = local.gpus == 8 && var.infiniband_fabric != ""
+}
+
+# Cross-variable checks as preconditions (variable validations may only name other variables from
+# Terraform 1.9). They fail the plan, before anything is created.
+resource "terraform_data" "input_checks" {
+  lifecycle {
+    precondition {
+      condition     = local.gpus > 0
+      error_message = "preset is not offered on this platform: gpu-h100-sxm and gpu-h200-sxm take 8gpu-128vcpu-1600gb or 1gpu-16vcpu-200gb."
+    }
+    precondition {
+      condition     = local.gpus != 8 || var.node_count == 1 || var.infiniband_fabric != ""
+      error_message = "infiniband_fabric is required for more than one 8-GPU node: set it to a fabric your GPU quota is on (e.g. fabric-3 in eu-north1)."
+    }
+  }
+}

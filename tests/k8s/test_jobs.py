@@ -1,0 +1,130 @@
+"""Following and collecting jobs, with no cluster: the pod's own script run for real on this machine (CPU,
+gloo), its log turned back into result files and judged as on hosts; kubectl JSON parsed from fixtures
+shaped like a real cluster's (kubeflow training-operator v1.8 and core v1 Pod objects)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pav import catalog, paths
+from pav.derive import split_gates
+from pav.errors import PavError
+from pav.evaluate import evaluate_launch
+from pav.k8s import jobs, render
+from pav.k8s.config import load_config
+from pav.k8s.fabric import fabric_env
+from pav.launches import Launch
+from pav.thresholds import load_profile
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_pod_script_runs_and_its_log_gives_back_judged_results(tmp_path: Path) -> None:
+    """The PyTorchJob container's command, with what the operator would set (PET_*), on one CPU process."""
+    spec = catalog.CATALOG["torch_gloo_allreduce"]
+    out = tmp_path / "pod-results"
+    script = render._torch_script(spec).replace(render.RESULTS, str(out))
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "PYTHONPATH": str(paths.PAYLOAD),
+        "PET_NNODES": "1",
+        "PET_NPROC_PER_NODE": "1",
+        "PET_NODE_RANK": "0",
+        "PET_MASTER_ADDR": "127.0.0.1",
+        "PET_MASTER_PORT": str(free_port()),
+    }
+    proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    job = render.Job(**{**_job_fields(), "test": spec.name, "gpus_per_worker": 1, "procs_per_worker": 1})
+    launch = Launch(spec.name, "torchrun", "cluster", 600)
+    run_dir = tmp_path / "run"
+    pod = jobs.PodState(f"{job.name}-worker-0", "worker", "Succeeded")
+    jobs.save_log(launch, job, pod, proc.stdout, run_dir)
+    stored = run_dir / "hosts" / pod.name / "results" / spec.name
+    assert sorted(p.name for p in stored.iterdir()) == [
+        "launcher.log", "launcher.rc", "launcher.time",
+        f"{spec.name}.rank0.json",
+    ]  # fmt: skip
+    assert "pav: memlock=" in (stored / "launcher.log").read_text()
+    measured, _ = split_gates(load_profile("cpu").get(spec.name, []))
+    (result,) = evaluate_launch(launch, run_dir, measured)
+    assert result.status == "pass", result.reason
+    assert json.loads((stored / f"{spec.name}.rank0.json").read_text())["world_size"] == 1
+
+
+def _job_fields() -> dict[str, object]:
+    inventory = paths.INVENTORIES / "nebius-eu-k8s"
+    (planned,) = render.plan_jobs(
+        ["torch_nccl_allreduce"], load_config(inventory), fabric_env(inventory), 1, "r1", 60
+    )
+    return {k: getattr(planned, k) for k in planned.__dataclass_fields__}
+
+
+def test_a_pod_that_died_is_an_error_naming_its_rc(tmp_path: Path) -> None:
+    job = render.Job(**_job_fields())
+    launch = Launch(job.test, "torchrun", "cluster", 600)
+    log = "NCCL WARN NET/IB : no device found\n=== pav-file launcher.rc\n1\n=== pav-end\n"
+    jobs.save_log(launch, job, jobs.PodState(f"{job.name}-worker-0", "worker", "Failed"), log, tmp_path)
+    (result,) = evaluate_launch(launch, tmp_path, [])
+    assert result.status == "error"
+    assert "0 of 8 ranks wrote a result" in result.reason and "worker-0 rc=1" in result.reason
+    assert (tmp_path / "k8s" / job.name / f"{job.name}-worker-0.log").read_text() == log
+
+
+def test_split_log_keeps_the_pods_own_output_apart() -> None:
+    own, files = jobs.split_log("a\n=== pav-file x.json\n{\n}\n=== pav-end\nb\n")
+    assert own == "a\nb\n"
+    assert files == {"x.json": "{\n}\n"}
+
+
+def test_job_state_and_pod_states_from_kubectl_json() -> None:
+    job = json.loads((FIXTURES / "pytorchjob-running.json").read_text())
+    pods = json.loads((FIXTURES / "pods.json").read_text())
+    assert jobs.job_state(job) == "Running"
+    assert jobs.job_state({"status": {}}) == "Created"
+    states = jobs.pod_states(pods)
+    assert [(p.role, p.phase, p.reason) for p in states] == [
+        ("worker", "Running", ""),
+        ("worker", "Pending", "Unschedulable"),
+        ("worker", "Pending", "ImagePullBackOff"),
+    ]
+    planned = render.Job(**{**_job_fields(), "name": "pav-torch-nccl-allreduce-r1"})
+    line = jobs.progress_line(planned, "Running", states)
+    assert line == (
+        "  torch_nccl_allreduce: Running [worker-0 Running, worker-1 Pending (Unschedulable), "
+        "worker-2 Pending (ImagePullBackOff)]"
+    )
+
+
+def test_mpijob_launch_names_the_nccl_tests_binary(tmp_path: Path) -> None:
+    inventory = paths.INVENTORIES / "nebius-eu-k8s"
+    (job,) = render.plan_jobs(
+        ["nccl_tests_all_reduce"], load_config(inventory), fabric_env(inventory), 2, "r1", 60
+    )
+    launch = Launch(job.test, "nccl_tests", "cluster", 60)
+    jobs.save_log(
+        launch, job, jobs.PodState(f"{job.name}-launcher-x7k2p", "launcher", "Succeeded"), "", tmp_path
+    )
+    jobs.save_log(launch, job, jobs.PodState(f"{job.name}-worker-0", "worker", "Succeeded"), "", tmp_path)
+    assert launch.argv_by_host == {f"{job.name}-launcher-x7k2p": ["all_reduce_perf"]}
+    assert "-np 16 " in job.script and "-x NCCL_IB_HCA" in job.script
+
+
+def test_cpu_tests_are_refused_on_k8s() -> None:
+    inventory = paths.INVENTORIES / "nebius-eu-k8s"
+    with pytest.raises(PavError, match="take it out of pav_tests"):
+        render.plan_jobs(["torch_gloo_allreduce"], load_config(inventory), fabric_env(inventory), 2, "r1", 60)

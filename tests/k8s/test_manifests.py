@@ -1,0 +1,189 @@
+"""The rendered manifests, with no cluster: the dry run writes them, Kubernetes' own schemas and the pinned
+CRDs' OpenAPI schemas accept them, and a template that drops what the seeds learned is refused."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from pav import cli, paths
+from pav.errors import PavError
+from pav.k8s import render
+from pav.k8s.config import TEMPLATES, load_config
+from pav.k8s.fabric import fabric_env
+from pav.k8s.policy import check_manifest, problems
+
+ENV = "nebius-eu-k8s"
+K8S_VERSION = "1.31.0"  # the cluster version the Terraform module defaults to
+FILES = paths.ROLES / "training_operator" / "files"
+CRDS = {
+    "PyTorchJob": FILES / "training-operator-v1.8.1" / "training-operator.yaml",
+    "MPIJob": FILES / "mpi-operator-v0.6.0" / "mpi-operator.yaml",
+}
+TESTS = ["torch_nccl_allreduce", "nccl_tests_all_reduce"]
+
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are 600 KB each
+
+
+@pytest.fixture(scope="module")
+def pinned() -> dict[str, list[dict[str, Any]]]:
+    return {kind: [d for d in yaml.load_all(path.read_text(), LOADER) if d] for kind, path in CRDS.items()}
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """`--env nebius-eu-k8s --dry-run` without cloud credentials: the manifests it wrote."""
+    run_dir = tmp_path_factory.mktemp("dry") / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("NEBIUS_IAM_TOKEN", "NEBIUS_SERVICE_ACCOUNT_ID", "KUBECONFIG"):
+            mp.delenv(name, raising=False)
+        assert cli.main(["--env", ENV, "--dry-run", "--run-dir", str(run_dir)]) == 0
+    return {p.name: yaml.safe_load(p.read_text()) for p in sorted((run_dir / "manifests").glob("*.yaml"))}
+
+
+def strict(schema: Any) -> Any:
+    """The API server prunes fields a CRD does not declare; kubectl's field validation makes that an error.
+    Same here: every object schema that lists its properties refuses others."""
+    if isinstance(schema, dict):
+        out = {k: strict(v) for k, v in schema.items()}
+        declared = "properties" in out and "additionalProperties" not in out
+        if declared and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [strict(v) for v in schema]
+    return schema
+
+
+@pytest.fixture(scope="module")
+def crd_validators(pinned: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, str], Any]:
+    validators = {}
+    for kind, documents in pinned.items():
+        for doc in documents:
+            if doc["kind"] == "CustomResourceDefinition" and doc["spec"]["names"]["kind"] == kind:
+                for version in doc["spec"]["versions"]:
+                    schema = strict(version["schema"]["openAPIV3Schema"])
+                    validators[(kind, version["name"])] = jsonschema.Draft7Validator(schema)
+    return validators
+
+
+def pod_templates(job: dict[str, Any]) -> list[dict[str, Any]]:
+    key = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}[job["kind"]]
+    return [spec["template"] for spec in job["spec"][key].values()]
+
+
+def test_dry_run_writes_every_job(dry_run: dict[str, dict[str, Any]]) -> None:
+    kinds = sorted(m["kind"] for m in dry_run.values())
+    assert kinds == ["ConfigMap", "MPIJob", "PyTorchJob", "PyTorchJob"]
+    payload = next(m for m in dry_run.values() if m["kind"] == "ConfigMap")
+    assert "__main__.py" in payload["data"]
+
+
+def test_jobs_carry_what_the_seeds_learned(dry_run: dict[str, dict[str, Any]]) -> None:
+    for name, job in dry_run.items():
+        if job["kind"] == "ConfigMap":
+            continue
+        assert problems(job) == [], name
+        workers = [t["spec"] for t in pod_templates(job) if "initContainers" in t["spec"]]
+        assert workers, name
+        for pod in workers:
+            gpu = pod["containers"][0]
+            assert gpu["resources"]["requests"]["nvidia.com/gpu"] == 8  # a whole 8gpu-128vcpu-1600gb node
+            assert gpu["resources"]["requests"]["cpu"] == 108
+            assert gpu["resources"]["limits"]["memory"] == "1600G"
+            assert gpu["securityContext"] == {"privileged": True}  # the env opts in
+            env = {e["name"]: e["value"] for e in gpu["env"]}
+            assert env["NCCL_IB_HCA"] == env["UCX_NET_DEVICES"] == ",".join(f"mlx5_{i}:1" for i in range(8))
+            assert env["NCCL_SOCKET_IFNAME"] == "eth0"
+        assert job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] > 0
+
+
+def test_core_objects_pass_kubernetes_schemas(dry_run: dict[str, dict[str, Any]]) -> None:
+    """The ConfigMap, and every job's pod template as a v1 PodTemplate, against Kubernetes' strict schemas."""
+    for manifest in dry_run.values():
+        if manifest["kind"] == "ConfigMap":
+            kubernetes_validate.validate(manifest, K8S_VERSION, strict=True)
+            continue
+        for i, template in enumerate(pod_templates(manifest)):
+            wrapped = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": f"t{i}"},
+                "template": template,
+            }
+            kubernetes_validate.validate(wrapped, K8S_VERSION, strict=True)
+
+
+def test_jobs_pass_the_pinned_crd_schemas(
+    dry_run: dict[str, dict[str, Any]], crd_validators: dict[tuple[str, str], Any]
+) -> None:
+    for name, job in dry_run.items():
+        if job["kind"] == "ConfigMap":
+            continue
+        version = job["apiVersion"].split("/")[1]
+        errors = [e.message for e in crd_validators[(job["kind"], version)].iter_errors(job)]
+        assert errors == [], name
+
+
+def test_the_strict_crd_check_can_fail(
+    dry_run: dict[str, dict[str, Any]], crd_validators: dict[tuple[str, str], Any]
+) -> None:
+    job = copy.deepcopy(next(m for m in dry_run.values() if m["kind"] == "PyTorchJob"))
+    job["spec"]["runPolicy"]["cleanupPolicy"] = "All"  # a typo of cleanPodPolicy
+    assert list(crd_validators[("PyTorchJob", "v1")].iter_errors(job))
+
+
+def test_pinned_operator_manifests_pass_kubernetes_schemas(pinned: dict[str, list[dict[str, Any]]]) -> None:
+    for documents in pinned.values():
+        for doc in documents:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("cut", "message"),
+    [
+        ("{{ pod.shm_mount() | indent(16) }}", "/dev/shm"),
+        ("{{ pod.init_containers(job) | indent(10) }}", "memlock"),
+        ("{{ pod.gpu_resources(job) | indent(14) }}", "nvidia.com/gpu"),
+    ],
+)
+@pytest.mark.parametrize("template", ["pytorchjob.yaml.j2", "mpijob-nccl-tests.yaml.j2"])
+def test_a_template_that_drops_a_seed_habit_is_refused(
+    template: str, cut: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    edited = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, edited)
+    text = (edited / template).read_text()
+    assert cut in text
+    (edited / template).write_text(text.replace(cut, ""))
+    monkeypatch.setattr(render, "TEMPLATES", edited)
+    inventory = paths.INVENTORIES / ENV
+    jobs = render.plan_jobs(TESTS, load_config(inventory), fabric_env(inventory), 2, "r1", 600)
+    with pytest.raises(PavError, match=message):
+        render.render(jobs, "pav")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda pod: pod["volumes"][0]["emptyDir"].pop("medium"), "/dev/shm"),
+        (lambda pod: pod.pop("initContainers"), "memlock"),
+        (lambda pod: pod["containers"][0]["resources"]["limits"].pop("nvidia.com/gpu"), "nvidia.com/gpu"),
+    ],
+)
+def test_the_policy_check_refuses_an_edited_manifest(
+    dry_run: dict[str, dict[str, Any]], mutate: Any, message: str
+) -> None:
+    """The driver checks again before submit: a manifest edited in the run dir gets the same check."""
+    job = copy.deepcopy(next(m for m in dry_run.values() if m["kind"] == "PyTorchJob"))
+    mutate(job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])
+    with pytest.raises(PavError, match=message):
+        check_manifest(job, "edited.yaml")
