@@ -65,7 +65,19 @@ def render(results: dict[str, Any]) -> str:
             ratio = f"{mine / theirs:.2f}" if mine and theirs else "-"
             lines.append(f"{op:<15} {size:>11} {_num(mine):>9} {_num(theirs):>9} {ratio:>6}")
         lines.extend(_training(results["tests"], host))
+        lines.extend(_latency(results["tests"], host))
     return "\n".join(lines) + "\n"
+
+
+def _latency(tests: list[dict[str, Any]], host: str) -> list[str]:
+    out = []
+    for test in tests:
+        times = test.get("metrics", {}).get("time_us", {})
+        if test["name"] == "torch_nccl_latency" and host in test["hosts"]:
+            for op, by_size in times.items():
+                sizes = sorted(by_size, key=int)
+                out.append(f"{op} latency us: " + ", ".join(f"{s} B {by_size[s]:.1f}" for s in sizes))
+    return out
 
 
 def _training(tests: list[dict[str, Any]], host: str) -> list[str]:
@@ -73,8 +85,10 @@ def _training(tests: list[dict[str, Any]], host: str) -> list[str]:
     for test in tests:
         if test["name"].startswith("train_gpu") and host in test["hosts"]:
             m = test.get("metrics", {})
+            unit = "tokens" if m.get("tokens_per_s_per_rank_min") is not None else "samples"
+            per_gpu = _num(m.get(f"{unit}_per_s_per_rank_min"))
             out.append(
-                f"{test['name']}: {test['status']}, tokens/s/GPU {_num(m.get('tokens_per_s_per_rank_min'))}, "
+                f"{test['name']}: {test['status']}, {unit}/s/GPU {per_gpu}, "
                 f"world {m.get('world_size')}, step {_num(m.get('step_time_s_median'), 4)} s, "
                 f"scaling {_num(m.get('scaling_efficiency'), 3)}"
             )
