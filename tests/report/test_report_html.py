@@ -8,6 +8,7 @@ numbers of docs/benchmarks.md, an isolation verdict) since no GPU run can happen
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shutil
 import struct
@@ -182,3 +183,15 @@ def test_a_run_that_could_not_run_still_renders(tmp_path: Path) -> None:
     page = html.render(results | {"isolation": {"suspects": [{"host": "h1"}]}}, tmp_path)
     assert "<strong>ERROR</strong>" in page and "host h1 unreachable" in page and "No tests ran" in page
     assert 'id="suspects"' in page and "<svg" not in page
+
+
+def test_a_real_gpu_run_renders(tmp_path: Path) -> None:
+    """results.json of run 4 in docs/benchmarks.md (2x H200, bench-gpu), recorded as it came back."""
+    results = json.loads((Path(__file__).parent / "fixtures" / "h200-2gpu-results.json").read_text())
+    page = tmp_path / "report.html"
+    page.write_text(html.render(results, tmp_path))
+    dom = check_rendered(page, tmp_path, "PASS")
+    for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"):
+        assert f"{op} bus bandwidth" in dom
+    assert "payload gate 315 GB/s at 8G" in dom and "stroke-dasharray" in dom
+    assert "2 x NVIDIA H200" in dom and "2.28.9" in dom
