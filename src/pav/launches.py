@@ -49,13 +49,14 @@ class HostView:
 def plan_launches(
     specs: list[TestSpec], hosts: list[HostView], settings: Settings, run_id: str
 ) -> tuple[list[Launch], list[TestResult]]:
+    """The launches to run, and the results of tests that will not run (skipped, or error: unavailable)."""
     launches: list[Launch] = []
-    skipped: list[TestResult] = []
+    not_launched: list[TestResult] = []
     for spec in specs:
         if spec.scope == "cluster":
             launch, skip = cluster_launch(spec, hosts, settings, run_id)
             launches += [launch] if launch else []
-            skipped += [skip] if skip else []
+            not_launched += [skip] if skip else []
             continue
         launch = Launch(
             spec.name,
@@ -68,7 +69,7 @@ def plan_launches(
         for host in hosts:
             argv = _host_plan(spec, host, settings)
             if isinstance(argv, TestResult):
-                skipped.append(argv)
+                not_launched.append(argv)
                 continue
             launch.argv_by_host[host.name] = argv
             procs = _procs(spec, host, settings)
@@ -76,7 +77,7 @@ def plan_launches(
             launch.members.append(host.name)
         if launch.argv_by_host:
             launches.append(launch)
-    return launches, skipped
+    return launches, not_launched
 
 
 def _procs(spec: TestSpec, host: HostView, settings: Settings) -> int:

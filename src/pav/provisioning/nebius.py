@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pav import interrupts, paths
 from pav.errors import PavError
 from pav.provisioning.hosts import ProvisionedHost
+from pav.provisioning.ssh import open_client
 from pav.yamlfile import load_mapping
 
 TOKEN = "NEBIUS_IAM_TOKEN"  # read by the provider itself
@@ -263,21 +264,8 @@ def _cloud_init_status(
     host: ProvisionedHost, key: Path, known_hosts: Path, deadline: float
 ) -> tuple[int | None, str]:
     """Exit code and last output line of `cloud-init status --wait`; None when the deadline came first."""
-    client = paramiko.SSHClient()
-    client.load_host_keys(str(known_hosts))
-    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    client = open_client(host, key, known_hosts, 10)
     try:
-        client.connect(
-            host.public_ip,
-            port=host.ssh_port,
-            username=host.ssh_user,
-            key_filename=str(key),
-            timeout=10,
-            banner_timeout=10,
-            auth_timeout=10,
-            allow_agent=False,
-            look_for_keys=False,
-        )
         _, stdout, _ = client.exec_command("cloud-init status --wait 2>&1")
         channel = stdout.channel
         while not channel.exit_status_ready():

@@ -47,22 +47,42 @@ def _wait_one(host: ProvisionedHost, key: Path, timeout_s: float) -> PinnedKey:
     )
 
 
-def _connect(host: ProvisionedHost, key: Path) -> PinnedKey:
+def open_client(
+    host: ProvisionedHost, key: Path, known_hosts: Path | None, timeout_s: float
+) -> paramiko.SSHClient:
+    """A connected client: to a new host (``known_hosts`` None: its key is learned), or to one whose key is
+    pinned in ``known_hosts`` (any other key is refused). The caller closes it."""
     client = paramiko.SSHClient()
-    # The host is new: its key is learned here and pinned for every later connection of the run.
-    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    if known_hosts is None:
+        client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    else:
+        client.load_host_keys(str(known_hosts))
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
     try:
         client.connect(
             host.public_ip,
             port=host.ssh_port,
             username=host.ssh_user,
             key_filename=str(key),
-            timeout=5,
-            banner_timeout=5,
-            auth_timeout=5,
+            timeout=timeout_s,
+            banner_timeout=timeout_s,
+            auth_timeout=timeout_s,
             allow_agent=False,
             look_for_keys=False,
         )
+    except TimeoutError as exc:
+        client.close()
+        raise OSError("timed out") from exc
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _connect(host: ProvisionedHost, key: Path) -> PinnedKey:
+    # The host is new: its key is learned here and pinned for every later connection of the run.
+    client = open_client(host, key, None, 5)
+    try:
         _, stdout, _ = client.exec_command("true", timeout=10)
         stdout.channel.recv_exit_status()
         server_key = client.get_transport().get_remote_server_key()
