@@ -50,6 +50,10 @@ def plan_launches(
     launches: list[Launch] = []
     skipped: list[TestResult] = []
     for spec in specs:
+        if spec.launcher == "slurm":
+            names = [h.name for h in hosts]
+            skipped.append(TestResult(spec.name, names, "skipped", "needs --launcher slurm"))
+            continue
         if spec.scope == "cluster":
             launch, skip = _cluster_launch(spec, hosts, settings, run_id)
             launches += [launch] if launch else []

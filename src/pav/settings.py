@@ -9,6 +9,7 @@ from typing import Any
 from pav.errors import PavError
 from pav.yamlfile import load_mapping
 
+LAUNCHERS = ("direct", "slurm")
 DEFAULT_TESTS = ["torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce", "nccl_tests_all_reduce"]
 
 
@@ -23,6 +24,8 @@ class Settings:
     rdzv_port: int = 29400
     hosts: int = 3  # hosts an env that provisions creates (--hosts overrides)
     ssh_timeout_s: int = 300  # how long new hosts get to answer SSH
+    launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
+    shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
 
 
 def settings_file(inventory_dir: Path) -> Path | None:
@@ -52,6 +55,9 @@ def settings_from(data: dict[str, Any], source: str) -> Settings:
         if not _same_kind(value, default):
             raise PavError(f"{source}: {key} must be {_kind(default)}, got {value!r}; fix that key")
         setattr(settings, f.name, value)
+    if settings.launcher not in LAUNCHERS:
+        choices = ", ".join(LAUNCHERS)
+        raise PavError(f"{source}: pav_launcher must be one of {choices}, got {settings.launcher!r}")
     if settings.test_timeout_s <= 0 or settings.cpu_procs_per_host <= 0:
         raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")
     return settings

@@ -13,6 +13,7 @@ from pav.evaluate import evaluate_launch
 from pav.reporting import junit, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, utc_now, verdict_of
+from pav.slurm.record import attach_jobs
 from pav.thresholds import Gate, auto_profile, load_profile
 
 
@@ -29,7 +30,9 @@ def judge(ctx: RunContext) -> None:
     lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
     for launch in ctx.launches:
         measured, derived[launch.test] = split_gates(gates.get(launch.test, []))
-        ctx.results.tests.extend(evaluate_launch(launch, ctx.run_dir, measured, nccl_gates, lost))
+        ctx.results.tests.extend(
+            attach_jobs(evaluate_launch(launch, ctx.run_dir, measured, nccl_gates, lost), launch, ctx.run_dir)
+        )
     add_scaling(ctx.results.tests, derived)
     tests = [asdict(t) for t in ctx.results.tests]
     ctx.results.cross_check = cross_check(tests, list(ctx.results.hosts))
