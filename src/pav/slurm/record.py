@@ -20,6 +20,7 @@ def attach_jobs(results: list[TestResult], launch: Launch, run_dir: Path) -> lis
                 job = read_job(run_dir, host, launch.test)
                 if job:
                     result.slurm = job
+                    _name_job_in_reason(result, job)
                     break
     return results
 
@@ -36,3 +37,10 @@ def read_job(run_dir: Path, host: str, test: str) -> dict[str, Any]:
     job["script"] = str(folder / "job.sbatch")
     job["stopped_by_timeout"] = bool(raw.get("stopped_by_timeout"))
     return job
+
+
+def _name_job_in_reason(result: TestResult, job: dict[str, Any]) -> None:
+    """A failed job says so in the reason: the rank reports alone may not show that Slurm ended it."""
+    if result.status in ("fail", "error") and job.get("state") != "COMPLETED":
+        code = f"exit code {job.get('exit_code')}:{job.get('signal')}"
+        result.reason = f"slurm job {job.get('job_id')} {job.get('state')} ({code}); {result.reason}"
