@@ -34,7 +34,7 @@ class SlurmRuns:
         return json.loads((run_dir / "results.json").read_text())
 
 
-def tests_of(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["name"]: t for t in results["tests"]}
 
 
@@ -65,7 +65,7 @@ def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
     assert runs.healthy.rc == 0, runs.healthy.stdout + runs.healthy.stderr
     results = runs.results(runs.healthy_dir)
     assert results["verdict"] == "PASS"
-    test = tests_of(results)[MULTI]
+    test = by_name(results)[MULTI]
     assert test["status"] == "pass", test
     assert test["slurm"]["job_id"].isdigit() and test["slurm"]["state"] == "COMPLETED", test["slurm"]
     assert test["slurm"]["exit_code"] == 0
@@ -81,7 +81,7 @@ def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
 
 
 def test_slurm_checks_run_as_tests(runs: SlurmRuns) -> None:
-    tests = tests_of(runs.results(runs.healthy_dir))
+    tests = by_name(runs.results(runs.healthy_dir))
     for name in ("slurm_cluster_state", "slurm_cpu_binding", "slurm_shared_fs"):
         assert tests[name]["status"] == "pass", tests[name]
         assert tests[name]["metrics"]["mismatches"] == 0
@@ -97,13 +97,13 @@ def test_rank_exiting_nonzero_fails_the_job_and_the_verdict(runs: SlurmRuns) -> 
     assert runs.failing.rc == 1, runs.failing.stdout + runs.failing.stderr
     results = runs.results(runs.failing_dir)
     assert results["verdict"] == "FAIL"
-    test = tests_of(results)[FAULT]
+    test = by_name(results)[FAULT]
     assert test["status"] in ("fail", "error"), test
     assert test["slurm"]["state"] == "FAILED", test["slurm"]
     assert test["slurm"]["exit_code"] != 0
     assert f"slurm job {test['slurm']['job_id']} FAILED" in test["reason"]
     # The cluster was idle again before this run's jobs: the earlier jobs left nothing allocated.
-    assert tests_of(results)["slurm_cluster_state"]["status"] == "pass"
+    assert by_name(results)["slurm_cluster_state"]["status"] == "pass"
 
 
 def test_teardown_leaves_no_daemon(runs: SlurmRuns) -> None:
