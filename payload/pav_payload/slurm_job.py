@@ -73,6 +73,7 @@ def wait(job_id: str, poll_s: float) -> dict[str, str]:
 
 
 def cancel(job_id: str) -> dict[str, str]:
+    """Within the 10 seconds the launch's `timeout -k 10` leaves; KillWait decides when Slurm SIGKILLs."""
     subprocess.run(["scancel", job_id], capture_output=True, check=False)
     deadline = time.monotonic() + 8
     job = show_job(job_id)
