@@ -61,7 +61,7 @@ def cluster_state(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
     return problems, metrics
 
 
-def _peers(args: argparse.Namespace, key: str, mine: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+def _peers(args: argparse.Namespace, key: str, mine: list[str]) -> dict[str, list[str]]:
     """Publish what this task holds and read what the other tasks of the node hold (through --out)."""
     node = socket.gethostname()
     rank = _env_int("SLURM_PROCID")
@@ -72,10 +72,9 @@ def _peers(args: argparse.Namespace, key: str, mine: list[str]) -> tuple[list[st
     pattern = f".{args.test_id}.{key}.{node}.*"
     while len(list(Path(args.out).glob(pattern))) < local_tasks and time.monotonic() < deadline:
         time.sleep(0.2)
-    others = {
+    return {
         p.name.rsplit(".", 1)[1]: json.loads(p.read_text()) for p in Path(args.out).glob(pattern) if p != mark
     }
-    return [f"{p}" for p in others], others
 
 
 def cpu_binding(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
@@ -83,7 +82,7 @@ def cpu_binding(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
     problems = []
     if len(cpus) != args.cpus_per_task:
         problems.append(f"task may run on {len(cpus)} CPU(s) {cpus}, {args.cpus_per_task} requested")
-    _, others = _peers(args, "cpus", [str(c) for c in cpus])
+    others = _peers(args, "cpus", [str(c) for c in cpus])
     shared = {rank: sorted(set(map(str, cpus)) & set(theirs)) for rank, theirs in others.items()}
     problems += [f"CPUs {c} also bound to task {rank}" for rank, c in sorted(shared.items()) if c]
     metrics = {
@@ -108,7 +107,7 @@ def gpu_binding(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
         problems.append(f"nvidia-smi failed inside the step (rc={rc})")
     missing = [d for d in visible if d.isdigit() and d not in listed and len(listed) > len(visible)]
     problems += [f"GPU {d} is not listed by nvidia-smi in the step" for d in missing]
-    _, others = _peers(args, "gpus", visible)
+    others = _peers(args, "gpus", visible)
     problems += [
         f"GPU(s) {sorted(set(visible) & set(theirs))} also given to task {rank}"
         for rank, theirs in sorted(others.items())

@@ -14,6 +14,7 @@ record); run_tests runs it like any launch, with the launch's timeout.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from pav.catalog import CATALOG, TestSpec
@@ -162,8 +163,6 @@ def _node_name(host: HostView) -> str:
 
 
 def _expand_python(argv: list[str]) -> str:
-    import shlex
-
     return " ".join('"$PAV_PYTHON"' if a == "$PAV_PYTHON" else shlex.quote(a) for a in argv)
 
 
