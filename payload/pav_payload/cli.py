@@ -51,6 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RANK",
         help="FOR TESTING ONLY: this rank stops before the first collective and ignores SIGTERM",
     )
+    coll.add_argument(
+        "--inject-exit",
+        type=int,
+        default=-1,
+        metavar="RANK",
+        help="FOR TESTING ONLY: this rank exits with code 3 after joining the process group",
+    )
     coll.set_defaults(handler=run_collectives, kind="collectives")
 
     train = commands.add_parser("train", parents=[common], help="short training run that must learn")

@@ -1,6 +1,7 @@
 """``collectives`` subcommand: time each op at each size, then check one run's result exactly."""
 
 import argparse
+import os
 import signal
 import socket
 import sys
@@ -45,6 +46,8 @@ def run_collectives(args: argparse.Namespace, session: Session) -> Outcome:
     layout = Layout(dist.get_rank(), dist.get_world_size(), DTYPES[args.dtype], device)
     if args.inject_hang == layout.rank:  # test-only fault injection (--inject-hang)
         _hang()
+    if args.inject_exit == layout.rank:  # test-only: a rank that dies (its report stays "did not finish")
+        os._exit(3)
     results = [measure(op, size, layout, args) for op in ops for size in sizes]
     if layout.rank == 0:
         _print_table(results)

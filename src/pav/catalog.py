@@ -9,7 +9,7 @@ from typing import Literal
 from pav.errors import PavError
 
 Scope = Literal["host", "cluster"]
-Launcher = Literal["torchrun", "nccl_tests", "mpirun"]
+Launcher = Literal["torchrun", "nccl_tests", "mpirun", "slurm"]  # slurm: a check of Slurm itself
 
 # nccl-tests sizes from the field's habits: 512M to 8G by factor 2.
 BIG_SIZES = "512M,1G,2G,4G,8G"
@@ -209,6 +209,35 @@ CATALOG: dict[str, TestSpec] = {
             )
             for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
         ),
+        # Slurm's own checks (--launcher slurm only; docs/slurm.md): pav_payload.slurm_check in every task.
+        TestSpec(
+            "slurm_cluster_state",
+            "sinfo/scontrol before any job: every node idle, none drained or down",
+            "slurm",
+            "cluster",
+            False,
+        ),
+        TestSpec(
+            "slurm_cpu_binding",
+            "each task of an srun step is bound to exactly its --cpus-per-task CPUs",
+            "slurm",
+            "cluster",
+            False,
+        ),
+        TestSpec(
+            "slurm_gpu_binding",
+            "each task sees exactly its GPU (CUDA_VISIBLE_DEVICES, nvidia-smi in the step)",
+            "slurm",
+            "cluster",
+            True,
+        ),
+        TestSpec(
+            "slurm_shared_fs",
+            "a file the batch script writes on the first node is read on every node",
+            "slurm",
+            "cluster",
+            False,
+        ),
     )
 }
 
@@ -220,6 +249,24 @@ FAULT_TESTS: dict[str, TestSpec] = {
     for spec in (
         TestSpec("fault_hang", "FOR TESTING: rank 1 hangs", "torchrun", "host", False, (*HANG, "1")),
         TestSpec("fault_hang_multi", "FOR TESTING: rank 0 hangs", "torchrun", "cluster", False, (*HANG, "0")),
+        TestSpec(
+            "fault_rank_exit_multi",
+            "FOR TESTING: rank 1 exits with code 3",
+            "torchrun",
+            "cluster",
+            False,
+            (
+                "collectives",
+                "--backend",
+                "gloo",
+                "--ops",
+                "all_reduce",
+                "--sizes",
+                "1K",
+                "--inject-exit",
+                "1",
+            ),
+        ),
     )
 }
 

@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="limit of each test launch, killed on the host past it (overrides pav_test_timeout_s)",
     )
     p.add_argument(
+        "--launcher",
+        choices=("direct", "slurm"),
+        help="direct: torchrun/mpirun over SSH; slurm: every test as a Slurm job (overrides pav_launcher)",
+    )
+    p.add_argument(
         "--allow-missing",
         type=int,
         default=0,
@@ -110,6 +115,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
         settings.tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     if args.test_timeout is not None:
         settings.test_timeout_s = args.test_timeout
+    if args.launcher is not None:
+        settings.launcher = args.launcher
     check_names(settings, env, from_cli=bool(args.tests))
     run_id = rundir.new_run_id(env.name)
     run_dir = args.run_dir or rundir.default_run_dir(run_id, options.results_root)

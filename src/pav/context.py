@@ -62,6 +62,7 @@ class RunContext:
             "pav_remote_dir": self.settings.remote_dir,
             "pav_payload_src": str(paths.PAYLOAD),
             "pav_apply_tuning": self.apply_tuning,
+            "pav_launcher": self.settings.launcher,
             "pav_allow_missing": self.options.allow_missing,
             # Outlives the run: keys the hosts keep (mpirun's cluster key) must be the same next run.
             "pav_state_dir": str(state_dir(self.env.state_name)),

@@ -53,6 +53,10 @@ def plan_launches(
     launches: list[Launch] = []
     not_launched: list[TestResult] = []
     for spec in specs:
+        if spec.launcher == "slurm":
+            names = [h.name for h in hosts]
+            not_launched.append(TestResult(spec.name, names, "skipped", "needs --launcher slurm"))
+            continue
         if spec.scope == "cluster":
             launch, skip = cluster_launch(spec, hosts, settings, run_id)
             launches += [launch] if launch else []

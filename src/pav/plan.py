@@ -7,6 +7,7 @@ from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.provisioning.declared import declared_resources
 from pav.provisioning.terraform_env import TerraformEnv
+from pav.slurm.plan import with_checks
 
 
 def render(ctx: RunContext) -> str:
@@ -19,8 +20,12 @@ def render(ctx: RunContext) -> str:
         lines += [f"  {h.name} ({h.address})" for h in ctx.hosts]
     else:
         lines += _terraform_plan(ctx)
-    lines.append(f"tests (threshold profile {ctx.settings.threshold_profile}):")
-    for spec in catalog.select(ctx.settings.tests):
+    specs = catalog.select(ctx.settings.tests)
+    if ctx.settings.launcher == "slurm":
+        specs = with_checks(specs)
+    settings = ctx.settings
+    lines.append(f"tests (threshold profile {settings.threshold_profile}, launcher {settings.launcher}):")
+    for spec in specs:
         needs = "GPU" if spec.needs_gpu else "CPU"
         lines.append(f"  {spec.name:<30} {spec.scope:<8} {needs:<4} {spec.description}")
     return "\n".join(lines) + "\n"

@@ -50,6 +50,7 @@ class TestResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     threshold: dict[str, Any] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
+    slurm: dict[str, Any] = field(default_factory=dict)  # --launcher slurm: the job (docs/results.md)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from pav.errors import PavError
 from pav.yamlfile import load_mapping
 
 PLATFORMS = ("hosts", "k8s")
+LAUNCHERS = ("direct", "slurm")
 DEFAULT_TESTS = ["torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce", "nccl_tests_all_reduce"]
 
 
@@ -26,6 +27,8 @@ class Settings:
     ssh_timeout_s: int = 300  # how long new hosts get to answer SSH
     isolate: bool = True  # re-run a failing multi-host test on pairs of hosts to name the bad one
     platform: str = "hosts"  # hosts: Ansible over SSH; k8s: PyTorchJob/MPIJob (docs/kubernetes.md)
+    launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
+    shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
 
 
 def settings_file(inventory_dir: Path) -> Path | None:
@@ -55,6 +58,9 @@ def settings_from(data: dict[str, Any], source: str) -> Settings:
         if not _same_kind(value, default):
             raise PavError(f"{source}: {key} must be {_kind(default)}, got {value!r}; fix that key")
         setattr(settings, f.name, value)
+    if settings.launcher not in LAUNCHERS:
+        choices = ", ".join(LAUNCHERS)
+        raise PavError(f"{source}: pav_launcher must be one of {choices}, got {settings.launcher!r}")
     if settings.test_timeout_s <= 0 or settings.cpu_procs_per_host <= 0:
         raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")
     if settings.platform not in PLATFORMS:

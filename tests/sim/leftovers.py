@@ -33,3 +33,36 @@ def leftovers(state_dir: Path) -> list[str]:
         if str(state_dir) in cmd or f"pav-{cid}-" in cmd:
             found.append(f"process {proc.name}: {cmd[:80]}")
     return found
+
+
+SLURM_DAEMONS = ("slurmctld", "slurmd", "slurmstepd", "munged")
+
+
+def slurm_daemons(state_dir: Path) -> list[str]:
+    """Slurm and munge daemons running in the cluster's hosts (their network namespaces)."""
+    cid = cluster_id(state_dir)
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for ns in (ln.split()[0] for ln in netns.splitlines() if ln.startswith(f"pav-{cid}-")):
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False).stdout
+        for pid in pids.split():
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm in SLURM_DAEMONS:
+                found.append(f"{ns} {pid} {comm}")
+    return found
+
+
+def alive(entries: list[str]) -> list[str]:
+    """Which of slurm_daemons()'s entries still run (same pid, same name)."""
+    out = []
+    for entry in entries:
+        _, pid, comm = entry.split()
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == comm:
+                out.append(entry)
+        except OSError:
+            continue
+    return out

@@ -39,10 +39,11 @@ def kept(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[K
     base = tmp_path_factory.mktemp("simroles")
     env = {"PAV_STATE_DIR": str(base / "state")}
     try:
+        # --launcher slurm: the slurm role is one of the configure roles too (docs/slurm.md).
         one = run_cli("--env", "sim", "--hosts", "2", "--stages", "provision,configure", "--keep",
-                      "--run-dir", str(base / "r1"), env=env)  # fmt: skip
+                      "--launcher", "slurm", "--run-dir", str(base / "r1"), env=env)  # fmt: skip
         assert one.rc == 0, one.stdout + one.stderr
-        two = run_cli("--env", "sim", "--stages", "configure", "--keep",
+        two = run_cli("--env", "sim", "--stages", "configure", "--keep", "--launcher", "slurm",
                       "--run-dir", str(base / "r2"), env=env)  # fmt: skip
         assert two.rc == 0, two.stdout + two.stderr
         yield Kept(base / "state", _results(base / "r1"), _results(base / "r2"))
@@ -109,3 +110,14 @@ def test_nccl_tests_skipped_without_gpu(kept: Kept) -> None:
     for host in kept.first["hosts"].values():
         assert host["facts"]["nccl_tests"]["available"] is False
         assert "no GPU" in host["facts"]["nccl_tests"]["reason"]
+
+
+def test_slurm_up_with_every_node_idle(kept: Kept) -> None:
+    host = next(iter(kept.first["hosts"]))
+    nodes = dict(
+        line.split() for line in kept.ssh(host, "sinfo --noheader --Node --format='%N %T'").splitlines()
+    )
+    assert nodes == {name: "idle" for name in kept.first["hosts"]}
+    conf = kept.ssh(host, "cat /etc/slurm/slurm.conf")
+    assert "ProctrackType=proctrack/linuxproc" in conf and "Gres" not in conf  # CPU-only sim hosts
+    assert not Path("/etc/slurm/slurm.conf").exists()  # written inside the hosts only

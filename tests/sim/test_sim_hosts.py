@@ -244,6 +244,14 @@ def test_etc_write_stays_in_overlay(cluster):
     assert cluster.ssh(h1, f"test -e /etc/{name}", check=False).returncode == 1
 
 
+def test_shared_dir_is_shared_between_hosts(cluster):
+    """/srv/pav-shared is one folder of the state dir, read-write in every host (the sim's NFS)."""
+    h0, h1 = cluster.hosts
+    cluster.ssh(h0, f"echo {cluster.cid} > /srv/pav-shared/probe-{cluster.cid}")
+    assert cluster.ssh(h1, f"cat /srv/pav-shared/probe-{cluster.cid}").stdout.strip() == cluster.cid
+    assert (cluster.state_dir / "shared" / f"probe-{cluster.cid}").read_text().strip() == cluster.cid
+
+
 def test_password_auth_refused(cluster):
     host = cluster.hosts[0]
     result = cluster.ssh(
@@ -335,6 +343,7 @@ def test_host_down_then_down_leaves_nothing(sim_deps, ssh_key, tmp_path):
         assert not leftovers
         assert not _pid_alive(h0["pid"])
         assert not (state_dir / "run").exists() and not (state_dir / "hosts").exists()
+        assert not (state_dir / "shared").exists()
         # Twice is fine.
         sim("down", "--state-dir", state_dir)
     finally:

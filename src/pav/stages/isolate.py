@@ -34,7 +34,12 @@ def run(ctx: RunContext) -> str:
         ctx.results.isolation = to_record(merge(suspects), steps, "pav_isolate is false: no re-runs")
         return _summary(ctx)
     notes = []
-    for test in _failing_multi_host(ctx):
+    failing = _failing_multi_host(ctx)
+    if failing and ctx.settings.launcher != "direct":
+        # Re-runs go through torchrun over SSH; on a Slurm cluster they would bypass the scheduler.
+        notes.append(f"pair re-runs are not done under --launcher {ctx.settings.launcher}")
+        failing = []
+    for test in failing:
         members = [h for h in test.hosts if h not in ctx.missing]
         if len(members) < MIN_HOSTS:
             notes.append(f"{test.name}: {len(members)} hosts are too few to tell apart by pairs")

@@ -16,6 +16,7 @@ from pav.evaluate import evaluate_launch
 from pav.reporting import history, html, junit, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, utc_now, verdict_of
+from pav.slurm.record import attach_jobs
 from pav.thresholds import auto_profile, load_profile
 
 
@@ -55,9 +56,8 @@ def judge_launches(ctx: RunContext) -> None:
     lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
     for launch in ctx.launches:
         measured, ctx.derived_gates[launch.test] = split_gates(gates.get(launch.gates_of or launch.test, []))
-        ctx.results.tests.extend(
-            evaluate_launch(launch, ctx.run_dir, measured, nccl_gates[launch.scope], lost)
-        )
+        judged = evaluate_launch(launch, ctx.run_dir, measured, nccl_gates[launch.scope], lost)
+        ctx.results.tests.extend(attach_jobs(judged, launch, ctx.run_dir))
     ctx.launches = []
 
 

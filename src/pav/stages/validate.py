@@ -7,6 +7,7 @@ from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.launches import HostView, Launch, plan_launches
 from pav.results import TestResult
+from pav.slurm.plan import plan_slurm
 from pav.stages.configure import raise_for_hosts, record_hosts
 
 
@@ -20,7 +21,10 @@ def host_views(ctx: RunContext) -> list[HostView]:
 def plan(ctx: RunContext) -> None:
     views = host_views(ctx)
     specs = catalog.select(ctx.settings.tests)
-    ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id)
+    if ctx.settings.launcher == "slurm":
+        ctx.launches, skipped = plan_slurm(specs, views, ctx.settings, ctx.results.run_id, ctx.run_dir)
+    else:
+        ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id)
     ctx.results.tests.extend(skipped)
     # Hosts the run went on without (--allow-missing): every test they would have taken part in is error.
     ctx.results.tests.extend(

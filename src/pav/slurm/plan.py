@@ -1,0 +1,173 @@
+"""Plan tests as Slurm jobs: the same tests as the direct launchers, each submitted with sbatch from a node.
+
+- a host-scope test: one job per host, pinned to it (--nodelist), submitted from that host, its argv as
+  the direct plan has it, run by srun; its reports land in the host's own run folder
+- a cluster torchrun test: one job over every node, srun starts one torchrun per node; its reports go to
+  the shared filesystem (pav_shared_dir) and are gathered on the submitting (first) host
+- a Slurm check (catalog launcher "slurm"): a job whose every task runs pav_payload.slurm_check, or, for
+  slurm_cluster_state, that check run on the first host before any job
+- mpirun tests keep mpirun over SSH
+
+Every job becomes a Launch whose argv, on the submitting host, is pav_payload.slurm_job (submit, wait,
+record); run_tests runs it like any launch, with the launch's timeout.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from pav.catalog import CATALOG, TestSpec
+from pav.launches import PYTHON, HostView, Launch, plan_launches
+from pav.results import TestResult
+from pav.settings import Settings
+from pav.slurm.jobs import Job, minutes_for, write
+
+# Slurm's own checks, run first in this order whenever the launcher is slurm.
+CHECKS = ("slurm_cluster_state", "slurm_cpu_binding", "slurm_gpu_binding", "slurm_shared_fs")
+CHECK_ARGS = {"slurm_cpu_binding": "cpu-binding", "slurm_gpu_binding": "gpu-binding",
+              "slurm_shared_fs": "shared-fs"}  # fmt: skip
+
+
+def with_checks(specs: list[TestSpec]) -> list[TestSpec]:
+    """The Slurm checks first (the cluster state before any job), then the planned tests."""
+    names = {s.name for s in specs}
+    return [CATALOG[c] for c in CHECKS if c not in names] + sorted(
+        specs, key=lambda s: CHECKS.index(s.name) if s.name in CHECKS else len(CHECKS)
+    )
+
+
+def plan_slurm(
+    specs: list[TestSpec], hosts: list[HostView], settings: Settings, run_id: str, run_dir: Path
+) -> tuple[list[Launch], list[TestResult]]:
+    specs = with_checks(specs)
+    planner = _Planner(hosts, settings, run_id, run_dir)
+    launches: list[Launch] = []
+    skipped: list[TestResult] = []
+    for spec in specs:
+        if spec.launcher == "slurm":
+            launch, skip = planner.check(spec)
+            launches += [launch] if launch else []
+            skipped += [skip] if skip else []
+            continue
+        direct, skips = plan_launches([spec], hosts, settings, run_id)
+        skipped += skips
+        for launch in direct:
+            if launch.launcher == "mpirun":
+                launches.append(launch)
+            elif launch.scope == "host":
+                launches.append(planner.host_jobs(spec, launch))
+            else:
+                launch_or_skip = planner.cluster_job(spec, launch)
+                if isinstance(launch_or_skip, Launch):
+                    launches.append(launch_or_skip)
+                else:
+                    skipped.append(launch_or_skip)
+    return launches, skipped
+
+
+class _Planner:
+    def __init__(self, hosts: list[HostView], settings: Settings, run_id: str, run_dir: Path) -> None:
+        self.hosts = hosts
+        self.settings = settings
+        self.run_dir = run_dir
+        self.remote_run = f"{settings.remote_dir}/runs/{run_id}"
+        self.shared_run = f"{settings.shared_dir.rstrip('/')}/pav-{run_id}" if settings.shared_dir else ""
+        self.submit = hosts[0]
+
+    def _launch(self, spec: TestSpec, job: Job, ranks: int, host: HostView, gather: bool) -> Launch:
+        write(job, self.run_dir)
+        argv = [PYTHON, "-m", "pav_payload.slurm_job", "--script", f"slurm/{job.name}.sbatch",
+                "--out", f"results/{spec.name}"]  # fmt: skip
+        if gather:
+            argv += ["--mkdir", job.workdir, "--mkdir", job.out, "--gather", job.out]
+        launch = Launch(spec.name, spec.launcher, spec.scope, self.settings.test_timeout_s)
+        launch.argv_by_host[host.name] = argv
+        launch.ranks_by_host[host.name] = ranks
+        return launch
+
+    def host_jobs(self, spec: TestSpec, direct: Launch) -> Launch:
+        launch = Launch(spec.name, direct.launcher, "host", direct.timeout_s, members=list(direct.members))
+        for host in self.hosts:
+            if host.name not in direct.argv_by_host:
+                continue
+            argv = [a.replace(PYTHON, "$PAV_PYTHON") for a in direct.argv_by_host[host.name]]
+            job = Job(
+                name=f"{spec.name}.{host.name}", test=spec.name, template="host", nodes=1, tasks_per_node=1,
+                cpus_per_task=_cpus(host), gpus_per_node=host.gpus if spec.needs_gpu else 0,
+                minutes=minutes_for(direct.timeout_s), workdir=self.remote_run,
+                log=f"{self.remote_run}/slurm/{spec.name}.{host.name}-%j.out", out=f"results/{spec.name}",
+                nodelist=_node_name(host), argv=["bash", "-c", _expand_python(argv), "pav"],
+            )  # fmt: skip
+            one = self._launch(spec, job, direct.ranks_by_host[host.name], host, gather=False)
+            launch.argv_by_host |= one.argv_by_host
+            launch.ranks_by_host |= one.ranks_by_host
+        return launch
+
+    def cluster_job(self, spec: TestSpec, direct: Launch) -> Launch | TestResult:
+        if not self.shared_run:
+            return _no_shared(spec, direct.members)
+        out = f"{self.shared_run}/{spec.name}"
+        procs = next(iter(direct.ranks_by_host.values()))
+        payload_args = [*spec.args, "--out", out, "--test-id", spec.name]
+        job = Job(
+            name=spec.name, test=spec.name, template="cluster_torchrun", nodes=len(self.hosts),
+            tasks_per_node=1, cpus_per_task=min(_cpus(h) for h in self.hosts),
+            gpus_per_node=procs if spec.needs_gpu else 0, minutes=minutes_for(direct.timeout_s),
+            workdir=self.shared_run, log=f"{out}/job-%j.out", out=out, argv=payload_args,
+            extra={"procs": procs, "rdzv_port": self.settings.rdzv_port},
+        )  # fmt: skip
+        launch = self._launch(spec, job, procs * len(self.hosts), self.submit, gather=True)
+        launch.members = list(direct.members)
+        return launch
+
+    def check(self, spec: TestSpec) -> tuple[Launch | None, TestResult | None]:
+        names = [h.name for h in self.hosts]
+        if spec.needs_gpu and any(h.gpus == 0 for h in self.hosts):
+            no_gpu = ",".join(h.name for h in self.hosts if not h.gpus)
+            return None, TestResult(spec.name, names, "skipped", f"no GPU on {no_gpu}")
+        if spec.name == "slurm_cluster_state":
+            launch = Launch(spec.name, "slurm", "cluster", self.settings.test_timeout_s, members=names)
+            launch.argv_by_host[self.submit.name] = [
+                PYTHON, "-m", "pav_payload.slurm_check", "cluster-state", "--expect-nodes", str(len(names)),
+                "--out", f"results/{spec.name}", "--test-id", spec.name,
+            ]  # fmt: skip
+            launch.ranks_by_host[self.submit.name] = 1
+            return launch, None
+        if not self.shared_run:
+            return None, _no_shared(spec, names)
+        gpus = min(h.gpus for h in self.hosts) if spec.needs_gpu else 0
+        tasks = gpus or self.settings.cpu_procs_per_host
+        cpus = max(1, min(_cpus(h) for h in self.hosts) // tasks)
+        if spec.name == "slurm_shared_fs":
+            tasks = 1
+        out = f"{self.shared_run}/{spec.name}"
+        job = Job(
+            name=spec.name, test=spec.name, template="check", nodes=len(self.hosts), tasks_per_node=tasks,
+            cpus_per_task=cpus, gpus_per_node=gpus, minutes=minutes_for(self.settings.test_timeout_s),
+            workdir=self.shared_run, log=f"{out}/job-%j.out", out=out,
+            extra={"check": CHECK_ARGS[spec.name]},
+        )  # fmt: skip
+        launch = self._launch(spec, job, tasks * len(self.hosts), self.submit, gather=True)
+        launch.members = names
+        return launch, None
+
+
+def _cpus(host: HostView) -> int:
+    return max(1, int(host.facts.get("cpu", {}).get("vcpus", 1) or 1))
+
+
+def _node_name(host: HostView) -> str:
+    """slurmd's NodeName is the short hostname (what `slurmd -C` prints and preflight records)."""
+    return str(host.facts.get("hostname") or host.name)
+
+
+def _expand_python(argv: list[str]) -> str:
+    return " ".join('"$PAV_PYTHON"' if a == "$PAV_PYTHON" else shlex.quote(a) for a in argv)
+
+
+def _no_shared(spec: TestSpec, names: list[str]) -> TestResult:
+    return TestResult(
+        spec.name, names, "error",
+        "pav_shared_dir is not set: name a folder every node mounts (e.g. an NFS export) in group_vars",
+    )  # fmt: skip

@@ -1,0 +1,91 @@
+"""--launcher slurm planning: tests become sbatch jobs submitted by a node, scripts in RUN/slurm/."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pav import catalog
+from pav.errors import PavError
+from pav.launches import HostView, plan_launches
+from pav.settings import Settings, settings_from
+from pav.slurm.plan import plan_slurm
+
+
+def hosts(n: int, gpus: int = 0) -> list[HostView]:
+    facts = {"gpu": {"count": gpus}, "cpu": {"vcpus": 16}}
+    return [HostView(f"h{i}", f"10.0.0.{i + 1}", {**facts, "hostname": f"node{i}"}) for i in range(n)]
+
+
+def slurm_settings(shared: str = "/shared") -> Settings:
+    return Settings(launcher="slurm", shared_dir=shared, test_timeout_s=300)
+
+
+def test_cluster_run_is_one_job_submitted_from_the_first_host(tmp_path: Path) -> None:
+    specs = catalog.select(["ddp_cpu_train_multi"])
+    launches, _ = plan_slurm(specs, hosts(3), slurm_settings(), "r1", tmp_path)
+    [launch] = [la for la in launches if la.test == "ddp_cpu_train_multi"]
+    assert list(launch.argv_by_host) == ["h0"] and launch.members == ["h0", "h1", "h2"]
+    assert launch.ranks_by_host == {"h0": 6}  # 3 nodes x pav_cpu_procs_per_host
+    argv = launch.argv_by_host["h0"]
+    assert argv[1:3] == ["-m", "pav_payload.slurm_job"]
+    assert argv[argv.index("--gather") + 1] == "/shared/pav-r1/ddp_cpu_train_multi"
+    script = (tmp_path / "slurm" / "ddp_cpu_train_multi.sbatch").read_text()
+    wanted = ["#SBATCH --nodes=3", "#SBATCH --ntasks-per-node=1", "#SBATCH --cpus-per-task=16"]
+    wanted += ["#SBATCH --exclusive", "#SBATCH --time=6", "--nproc-per-node 2", "--rdzv-backend c10d"]
+    for line in wanted:
+        assert line in script, line
+    assert "--gpus-per-node" not in script
+    subprocess.run(["bash", "-n", str(tmp_path / "slurm" / "ddp_cpu_train_multi.sbatch")], check=True)
+
+
+def test_host_tests_are_one_pinned_job_per_host(tmp_path: Path) -> None:
+    specs = catalog.select(["torch_nccl_allreduce"])
+    launches, _ = plan_slurm(specs, hosts(2, gpus=8), slurm_settings(), "r1", tmp_path)
+    [launch] = [la for la in launches if la.test == "torch_nccl_allreduce"]
+    assert set(launch.argv_by_host) == {"h0", "h1"} and launch.ranks_by_host == {"h0": 8, "h1": 8}
+    script = (tmp_path / "slurm" / "torch_nccl_allreduce.h1.sbatch").read_text()
+    assert "#SBATCH --nodelist=node1" in script and "#SBATCH --gpus-per-node=8" in script
+    assert '"$PAV_PYTHON" -m torch.distributed.run --standalone' in script
+    subprocess.run(["bash", "-n", str(tmp_path / "slurm" / "torch_nccl_allreduce.h1.sbatch")], check=True)
+
+
+def test_slurm_checks_come_first_and_gpu_check_skips_without_gpus(tmp_path: Path) -> None:
+    launches, skipped = plan_slurm(
+        catalog.select(["mpi_allreduce"]), hosts(2), slurm_settings(), "r", tmp_path
+    )
+    assert [la.test for la in launches] == ["slurm_cluster_state", "slurm_cpu_binding", "slurm_shared_fs",
+                                            "mpi_allreduce"]  # fmt: skip
+    assert [(s.name, s.reason) for s in skipped] == [("slurm_gpu_binding", "no GPU on h0,h1")]
+    mpi = launches[-1]
+    assert mpi.launcher == "mpirun" and "pav-mpirun" in mpi.argv_by_host["h0"][0]  # mpirun stays as it is
+
+
+def test_gpu_binding_asks_one_gpu_per_task(tmp_path: Path) -> None:
+    launches, _ = plan_slurm([], hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
+    [check] = [la for la in launches if la.test == "slurm_gpu_binding"]
+    assert check.ranks_by_host == {"h0": 16}
+    script = (tmp_path / "slurm" / "slurm_gpu_binding.sbatch").read_text()
+    assert "#SBATCH --gpus-per-task=1" in script and "#SBATCH --cpus-per-task=2" in script
+
+
+def test_without_shared_dir_spanning_jobs_are_errors_naming_the_fix(tmp_path: Path) -> None:
+    launches, skipped = plan_slurm(catalog.select([]), hosts(2), slurm_settings(shared=""), "r", tmp_path)
+    assert [la.test for la in launches] == ["slurm_cluster_state"]
+    errors = {s.name: s.reason for s in skipped if s.status == "error"}
+    assert set(errors) == {"slurm_cpu_binding", "slurm_shared_fs"}
+    assert "pav_shared_dir" in errors["slurm_shared_fs"]
+
+
+def test_direct_launcher_skips_slurm_checks() -> None:
+    launches, skipped = plan_launches(catalog.select(["slurm_shared_fs"]), hosts(2), Settings(), "r")
+    assert launches == [] and [(s.status, s.reason) for s in skipped] == [
+        ("skipped", "needs --launcher slurm")
+    ]
+
+
+def test_unknown_launcher_is_one_clear_error() -> None:
+    with pytest.raises(PavError, match="pav_launcher must be one of direct, slurm"):
+        settings_from({"pav_launcher": "pbs"}, "group_vars/all.yml")

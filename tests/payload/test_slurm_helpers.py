@@ -1,0 +1,58 @@
+"""pav_payload.slurm_check outside Slurm: each check writes one report per task and fails what it should."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
+
+
+def check(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pav_payload.slurm_check", *args, "--out", str(tmp_path), "--test-id", "t"],
+        env={**base, "PYTHONPATH": str(PAYLOAD), **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    rank = (env or {}).get("SLURM_PROCID", "0")
+    return proc.returncode, json.loads((tmp_path / f"t.rank{rank}.json").read_text())
+
+
+def test_shared_fs_reads_the_writers_token(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("job 7 on n0 123\n")
+    rc, report = check(
+        tmp_path, "shared-fs", "--token-file", str(tmp_path / "token"), "--token", "job 7 on n0 123"
+    )
+    assert rc == 0 and report["status"] == "pass" and report["metrics"]["mismatches"] == 0
+    assert report["kind"] == "slurm_check"
+
+
+def test_shared_fs_fails_on_another_token_or_no_file(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("stale\n")
+    rc, report = check(tmp_path, "shared-fs", "--token-file", str(tmp_path / "token"), "--token", "fresh")
+    assert rc == 1 and report["status"] == "fail" and "'stale'" in report["reason"]
+    rc, report = check(tmp_path, "shared-fs", "--token-file", str(tmp_path / "none"), "--token", "x",
+                       env={"SLURM_PROCID": "3"})  # fmt: skip
+    assert rc == 1 and report["rank"] == 3 and "cannot read" in report["reason"]
+
+
+def test_cpu_binding_counts_the_affinity_mask(tmp_path: Path) -> None:
+    allowed = len(os.sched_getaffinity(0))
+    rc, report = check(tmp_path, "cpu-binding", "--cpus-per-task", str(allowed))
+    assert rc == 0 and report["metrics"]["cpus_allowed"] == sorted(os.sched_getaffinity(0))
+    rc, report = check(tmp_path / "more", "cpu-binding", "--cpus-per-task", str(allowed + 1))
+    assert rc == 1 and report["metrics"]["mismatches"] == 1
+    assert f"{allowed + 1} requested" in report["reason"]
+
+
+def test_gpu_binding_without_gpus_fails(tmp_path: Path) -> None:
+    rc, report = check(tmp_path, "gpu-binding", "--gpus-per-task", "1", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert rc == 1 and report["status"] == "fail" and "CUDA_VISIBLE_DEVICES=(unset)" in report["reason"]
