@@ -40,6 +40,9 @@ def test_exits_zero_with_pass(full_run: FullRun) -> None:
     assert results["verdict"] == "PASS"
     assert len(results["hosts"]) == 3
     assert all(h["status"] == "ok" for h in results["hosts"].values())
+    # No host degraded: bad-node isolation names nobody and re-runs nothing (tests/faults/test_bad_node.py
+    # is the degraded case).
+    assert results["isolation"]["suspects"] == [] and results["isolation"]["steps"] == []
 
 
 def test_multi_host_torchrun_spans_every_host(full_run: FullRun) -> None:
