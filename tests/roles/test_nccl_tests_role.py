@@ -91,6 +91,7 @@ def test_no_gpu_skips_and_says_why(tmp_path: Path) -> None:
     assert info == {
         "available": False,
         "bin_dir": "",
+        "mpi": False,
         "reason": info["reason"],
         "version": "",
     }
@@ -109,6 +110,7 @@ def test_prebuilt_binary_is_used(tmp_path: Path) -> None:
     assert info == {
         "available": True,
         "bin_dir": str(build),
+        "mpi": False,
         "reason": f"prebuilt nccl-tests in {build}",
         "version": "2.19.6",
     }
@@ -140,6 +142,7 @@ def test_source_checkout_is_built_once(tmp_path: Path) -> None:
     assert info == {
         "available": True,
         "bin_dir": f"{src}/build",
+        "mpi": False,
         "reason": f"built from {src}",
         "version": "2.19.6",
     }
@@ -205,6 +208,7 @@ def test_release_download_with_checksum(tmp_path: Path) -> None:
     assert info == {
         "available": True,
         "bin_dir": f"{downloads}/v2.19.6/build",
+        "mpi": False,
         "reason": f"built from {downloads}/v2.19.6",
         "version": "2.19.6",
     }
