@@ -19,36 +19,51 @@ RUN_STAGES = ("provision", "configure", "validate")
 def execute(ctx: RunContext) -> int:
     error: PavError | None = None
     try:
-        _stage(ctx, "provision", provision.run)
-        provision.resolve(ctx)
-        _stage(ctx, "configure", configure.run)
-        if ctx.wants("validate") and not ctx.wants("configure"):
-            configure.load_facts(ctx)
-        _stage(ctx, "validate", validate.run)
-    except PavError as exc:
-        error = exc
-        ctx.results.error = str(exc)
-    except Exception as exc:
-        _save_traceback(ctx)
-        error = PavError(f"internal error: {exc!r}; see driver-error.txt in the run dir")
-        ctx.results.error = str(error)
+        error = guarded(ctx, _run_stages)
     finally:
-        error = _wrap_up(ctx, error)
+        error = wrap_up(ctx, error, _wrap_up_steps(ctx))
         report.write(ctx)  # once more, so the files show teardown's outcome too
         close_connections(ctx.run_dir / "ansible")
         scrub.scrub_run(ctx)  # last: the teardown playbook may still have needed the inventory's secrets
-    if error is not None:
-        return error.exit_code
-    return 0 if ctx.results.verdict in ("PASS", "NONE") else 1
+    return exit_code(ctx, error)
 
 
-def _wrap_up(ctx: RunContext, error: PavError | None) -> PavError | None:
+def _run_stages(ctx: RunContext) -> None:
+    _stage(ctx, "provision", provision.run)
+    provision.resolve(ctx)
+    _stage(ctx, "configure", configure.run)
+    if ctx.wants("validate") and not ctx.wants("configure"):
+        configure.load_facts(ctx)
+    _stage(ctx, "validate", validate.run)
+
+
+def _wrap_up_steps(ctx: RunContext) -> list[tuple[str, StageFn]]:
     """Collect and report keep partial results; teardown runs after any failure or interrupt."""
     interrupted = interrupts.requested()
     interrupts.CANCEL.clear()  # let the wrap-up playbooks run
     steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", teardown.run)]
     if ctx.launches and not interrupted:
         steps[:0] = [("collect", collect.run), ("isolate", isolate.run)]
+    return steps
+
+
+def guarded(ctx: RunContext, body: Callable[[RunContext], None]) -> PavError | None:
+    """Run the stages that may stop the run; their error (a bug too, as one line) is the run's error."""
+    try:
+        body(ctx)
+    except PavError as exc:
+        ctx.results.error = str(exc)
+        return exc
+    except Exception as exc:
+        _save_traceback(ctx)
+        error = PavError(f"internal error: {exc!r}; see driver-error.txt in the run dir")
+        ctx.results.error = str(error)
+        return error
+    return None
+
+
+def wrap_up(ctx: RunContext, error: PavError | None, steps: list[tuple[str, StageFn]]) -> PavError | None:
+    """Every step runs whatever the ones before it did; the first error is kept."""
     for name, fn in steps:
         try:
             _stage(ctx, name, fn)
@@ -61,6 +76,12 @@ def _wrap_up(ctx: RunContext, error: PavError | None) -> PavError | None:
             error = error or bug
             ctx.results.error = ctx.results.error or str(bug)
     return error
+
+
+def exit_code(ctx: RunContext, error: PavError | None) -> int:
+    if error is not None:
+        return error.exit_code
+    return 0 if ctx.results.verdict in ("PASS", "NONE") else 1
 
 
 def _save_traceback(ctx: RunContext) -> None:

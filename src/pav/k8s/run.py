@@ -9,7 +9,7 @@ from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.k8s import provision, stages
 from pav.k8s.stages import manifests, workers
-from pav.pipeline import RUN_STAGES, StageFn, _save_traceback, _stage
+from pav.pipeline import RUN_STAGES, StageFn, _stage, exit_code, guarded, wrap_up
 from pav.stages import report
 
 STAGE_FNS: dict[str, StageFn] = {
@@ -58,27 +58,17 @@ def run(ctx: RunContext) -> int:
 def execute(ctx: RunContext) -> int:
     error: PavError | None = None
     try:
-        for name in RUN_STAGES:
-            _stage(ctx, name, STAGE_FNS[name])
-    except PavError as exc:
-        error = exc
-        ctx.results.error = str(exc)
-    except Exception as exc:
-        _save_traceback(ctx)
-        error = PavError(f"internal error: {exc!r}; see driver-error.txt in the run dir")
-        ctx.results.error = str(error)
+        error = guarded(ctx, _run_stages)
     finally:
         interrupts.CANCEL.clear()  # let teardown's kubectl and Terraform run after a signal
-        wrap_up = [("report", report.run), ("teardown", stages.teardown_stage)]
+        steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", stages.teardown_stage)]
         if ctx.launches:
-            wrap_up.insert(0, ("collect", stages.collect_stage))
-        for name, fn in wrap_up:
-            try:
-                _stage(ctx, name, fn)
-            except PavError as exc:
-                error = error or exc
-                ctx.results.error = ctx.results.error or str(exc)
+            steps.insert(0, ("collect", stages.collect_stage))
+        error = wrap_up(ctx, error, steps)
         report.write(ctx)
-    if error is not None:
-        return error.exit_code
-    return 0 if ctx.results.verdict in ("PASS", "NONE") else 1
+    return exit_code(ctx, error)
+
+
+def _run_stages(ctx: RunContext) -> None:
+    for name in RUN_STAGES:
+        _stage(ctx, name, STAGE_FNS[name])
