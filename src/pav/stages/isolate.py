@@ -12,6 +12,7 @@ from dataclasses import replace
 from pav import catalog
 from pav.context import RunContext
 from pav.derive import split_gates
+from pav.errors import PavError
 from pav.evaluate import evaluate_group
 from pav.isolation import Step, Suspect, merge, pairs_first, to_record
 from pav.launches import Launch, cluster_launch
@@ -80,7 +81,7 @@ def _spec(name: str) -> catalog.TestSpec:
 def _scope(name: str) -> str:
     try:
         return _spec(name).scope
-    except Exception:  # a result of a test the catalog no longer knows: nothing to re-run
+    except PavError:  # a result of a test the catalog does not know: nothing to re-run
         return ""
 
 
