@@ -3,9 +3,13 @@
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import CliRun, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,3 +28,39 @@ def sim_deps():
     )
     if result.returncode != 0:
         pytest.fail("scripts/install-sim-deps failed:\n" + result.stdout + result.stderr)
+
+
+@dataclass
+class SlurmCluster:
+    """2 sim hosts provisioned and configured with --launcher slurm (slurmctld, slurmd, munged up), then
+    configured once more: test_roles_on_sim reads both configure runs, test_slurm validates on the hosts
+    and tears them down (it runs after test_roles_on_sim: file order)."""
+
+    base: Path
+    env: dict[str, str]
+    first: CliRun
+    second: CliRun
+    down: CliRun | None = None  # set by the test that tears the cluster down
+
+    @property
+    def state(self) -> Path:
+        return self.base / "state"
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    base = tmp_path_factory.mktemp("simslurm")
+    env = {"PAV_STATE_DIR": str(base / "state"), "PAV_FAULT_TESTS": "1"}
+    cluster = None
+    try:
+        # --launcher slurm: the slurm role is one of the configure roles too (docs/slurm.md).
+        first = run_cli("--env", "sim", "--hosts", "2", "--stages", "provision,configure", "--keep",
+                        "--launcher", "slurm", "--run-dir", str(base / "r1"), env=env)  # fmt: skip
+        second = run_cli("--env", "sim", "--stages", "configure", "--keep", "--launcher", "slurm",
+                         "--run-dir", str(base / "r2"), env=env)  # fmt: skip
+        cluster = SlurmCluster(base, env, first, second)
+        yield cluster
+    finally:
+        # Only when test_slurm's teardown did not run (a selection, a failure): nothing may outlive us.
+        if cluster is None or cluster.down is None:
+            run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "down-late"), env=env)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.sim.leftovers import leftovers
+from tests.sim.conftest import SlurmCluster
 
 pytestmark = pytest.mark.slow
 
@@ -35,22 +33,12 @@ class Kept:
 
 
 @pytest.fixture(scope="module")
-def kept(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kept]:
-    base = tmp_path_factory.mktemp("simroles")
-    env = {"PAV_STATE_DIR": str(base / "state")}
-    try:
-        # --launcher slurm: the slurm role is one of the configure roles too (docs/slurm.md).
-        one = run_cli("--env", "sim", "--hosts", "2", "--stages", "provision,configure", "--keep",
-                      "--launcher", "slurm", "--run-dir", str(base / "r1"), env=env)  # fmt: skip
-        assert one.rc == 0, one.stdout + one.stderr
-        two = run_cli("--env", "sim", "--stages", "configure", "--keep", "--launcher", "slurm",
-                      "--run-dir", str(base / "r2"), env=env)  # fmt: skip
-        assert two.rc == 0, two.stdout + two.stderr
-        yield Kept(base / "state", _results(base / "r1"), _results(base / "r2"))
-    finally:
-        down = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "r3"), env=env)
-        assert down.rc == 0, down.stdout + down.stderr
-        assert leftovers(base / "state") == []
+def kept(slurm_cluster: SlurmCluster) -> Kept:
+    """The shared Slurm sim cluster (tests/sim/conftest.py); test_slurm checks its teardown leaves nothing."""
+    one, two = slurm_cluster.first, slurm_cluster.second
+    assert one.rc == 0, one.stdout + one.stderr
+    assert two.rc == 0, two.stdout + two.stderr
+    return Kept(slurm_cluster.state, _results(slurm_cluster.base / "r1"), _results(slurm_cluster.base / "r2"))
 
 
 def _results(run_dir: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliRun, run_cli
+from tests.sim.conftest import SlurmCluster
 from tests.sim.leftovers import alive, leftovers, slurm_daemons
 
 pytestmark = pytest.mark.slow
@@ -39,26 +40,20 @@ def by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def runs(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> SlurmRuns:
-    base = tmp_path_factory.mktemp("simslurm")
-    state = base / "state"
-    env = {"PAV_STATE_DIR": str(state), "PAV_FAULT_TESTS": "1"}
-    common = ("--env", "sim", "--hosts", "2", "--launcher", "slurm", "--keep")
+def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
+    """Validate twice on the shared, already configured Slurm sim cluster, then tear it down."""
+    base, env = slurm_cluster.base, slurm_cluster.env
+    common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report")
     healthy_dir, failing_dir = base / "healthy", base / "failing"
     try:
-        # Provisioned and configured once; the healthy validate rides along, the failing one reuses it.
-        stages = "provision,configure,validate,collect,report"
-        healthy = run_cli(
-            *common, "--tests", MULTI, "--run-dir", str(healthy_dir), "--stages", stages, env=env, timeout=900
-        )
-        daemons = slurm_daemons(state)
-        stages = "validate,collect,report"
-        failing = run_cli(
-            *common, "--tests", FAULT, "--run-dir", str(failing_dir), "--stages", stages, env=env, timeout=600
-        )
+        assert slurm_cluster.first.rc == 0, slurm_cluster.first.stdout + slurm_cluster.first.stderr
+        healthy = run_cli(*common, "--tests", MULTI, "--run-dir", str(healthy_dir), env=env, timeout=900)
+        daemons = slurm_daemons(slurm_cluster.state)
+        failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
     finally:
         down = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "down"), env=env)
-    return SlurmRuns(healthy, healthy_dir, failing, failing_dir, daemons, down, state)
+        slurm_cluster.down = down
+    return SlurmRuns(healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state)
 
 
 def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
