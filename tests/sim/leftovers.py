@@ -9,7 +9,7 @@ from pav.provisioning import sim
 
 
 def cluster_id(state_dir: Path) -> str:
-    return str(sim.variables(state_dir, 1)["cluster_id"])
+    return str(sim.preview_variables(state_dir, 1)["cluster_id"])
 
 
 def leftovers(state_dir: Path) -> list[str]:

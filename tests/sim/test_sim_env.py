@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pav.provisioning import sim
 from tests.conftest import run_cli
 from tests.sim.leftovers import leftovers
 
@@ -76,6 +77,7 @@ def test_teardown_leaves_nothing(full_run: FullRun) -> None:
     _, results, state, _ = full_run
     assert len(results["destroyed"]) == 4  # the network and 3 hosts
     assert leftovers(state) == []
+    assert not sim.subnet_file(state).exists()  # the subnet is free for the next cluster to probe
 
 
 def test_collect_fetched_every_hosts_results(full_run: FullRun) -> None:

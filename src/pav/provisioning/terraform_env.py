@@ -83,4 +83,6 @@ class TerraformEnv:
             nebius.refresh_auth(self.terraform.var_file, os.environ)
         destroyed = self.terraform.destroy()
         self.known_hosts.unlink(missing_ok=True)
+        if self.name == "sim":
+            sim.subnet_file(self.state).unlink(missing_ok=True)  # free: the next cluster probes again
         return destroyed
