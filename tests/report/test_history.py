@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pav.reporting.history import compare
 from tests.conftest import EARLIER_ID, LocalRun, assert_one_line_error, run_cli
 
 BUSBW = "busbw_gbps.all_reduce.1048576"
@@ -103,3 +104,15 @@ def test_report_stage_compares_with_earlier_runs(local_run: LocalRun) -> None:
     assert hist["previous"] == EARLIER_ID and hist["flagged"] >= 1
     assert metric(hist, "torch_gloo_allreduce", BUSBW)["flagged"]
     assert "DROP" in (local_run.run_dir / "report.html").read_text()
+
+
+def test_a_slower_small_message_latency_is_flagged() -> None:
+    # The real 2x H200 run's latency sweep, then the same run with the 8-byte all_reduce 20% slower.
+    base = json.loads((Path(__file__).parent / "fixtures" / "h200-2gpu-results.json").read_text())
+    slower = copy.deepcopy(base)
+    test = next(t for t in slower["tests"] if t["name"] == "torch_nccl_latency")
+    test["metrics"]["time_us"]["all_reduce"]["8"] *= 1.2
+    changes = {(c.test, c.metric): c for c in compare(slower, [base])}
+    latency = changes[("torch_nccl_latency", "time_us.all_reduce.8")]
+    assert latency.better == "lower" and latency.flagged
+    assert not changes[("torch_nccl_latency", "time_us.all_reduce.4096")].flagged

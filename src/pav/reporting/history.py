@@ -20,7 +20,7 @@ DEFAULT_TOLERANCE = 0.05
 
 # Metric name patterns and which way is better; a metric matching none is not compared (counts, ids).
 HIGHER_IS_BETTER = re.compile(r"^(busbw_gbps\..*|avg_busbw_gbps|.*_per_s_.*|.*_per_s|scaling_efficiency)$")
-LOWER_IS_BETTER = re.compile(r"^(.*time_s_median|.*time_us_median|peak_memory_bytes|wrong_total)$")
+LOWER_IS_BETTER = re.compile(r"^(.*time_u?s_median|time_us\..*|peak_memory_bytes|wrong_total)$")
 
 
 @dataclass
