@@ -18,7 +18,7 @@ from pav.isolation import Step, Suspect, merge, pairs_first, to_record
 from pav.launches import Launch, cluster_launch
 from pav.results import TestResult
 from pav.stages import collect, report, validate
-from pav.thresholds import load_profile
+from pav.thresholds import Gate, load_profile
 
 FAILED = ("fail", "error")
 # Launches whose every host runs torchrun: each pair gets its own rendezvous. mpirun tests start from one
@@ -40,12 +40,15 @@ def run(ctx: RunContext) -> str:
         # Re-runs go through torchrun over SSH; on a Slurm cluster they would bypass the scheduler.
         notes.append(f"pair re-runs are not done under --launcher {ctx.settings.launcher}")
         failing = []
+    profile = load_profile(ctx.results.threshold_profile) if failing else {}
     for test in failing:
         members = [h for h in test.hosts if h not in ctx.missing]
         if len(members) < MIN_HOSTS:
             notes.append(f"{test.name}: {len(members)} hosts are too few to tell apart by pairs")
             continue
-        found, ran = pairs_first(test.name, members, lambda name, n, groups: _round(ctx, name, n, groups))
+        found, ran = pairs_first(
+            test.name, members, lambda name, n, groups: _round(ctx, profile, name, n, groups)
+        )
         suspects += found
         steps += ran
     ctx.results.isolation = to_record(merge(suspects), steps, "; ".join(notes))
@@ -85,7 +88,9 @@ def _scope(name: str) -> str:
         return ""
 
 
-def _round(ctx: RunContext, test: str, number: int, groups: list[list[str]]) -> list[Step]:
+def _round(
+    ctx: RunContext, profile: dict[str, list[Gate]], test: str, number: int, groups: list[list[str]]
+) -> list[Step]:
     """Run ``test`` once per group, all groups at once, and judge each group by the test's gates."""
     spec = _spec(test)
     round_spec = replace(spec, name=f"{spec.name}.isolate{number}")
@@ -101,6 +106,6 @@ def _round(ctx: RunContext, test: str, number: int, groups: list[list[str]]) -> 
             launch.members += group
     validate.launch_tests(ctx, [launch], stage="isolate")
     collect.run(ctx)
-    gates, _ = split_gates(load_profile(ctx.results.threshold_profile).get(spec.gates_of or spec.name, []))
+    gates, _ = split_gates(profile.get(spec.gates_of or spec.name, []))
     results = [evaluate_group(launch, group, group, ctx.run_dir, gates) for group in groups]
     return [Step(test, group, r.status, r.reason, number) for group, r in zip(groups, results, strict=True)]
