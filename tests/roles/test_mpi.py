@@ -17,38 +17,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-SIM = REPO / "scripts" / "sim-hosts"
+from tests.sim.script import REPO, sim, up_free
+
 VENV_BIN = REPO / ".venv" / "bin"
 HOSTS = 3
 SLOTS = 2
 REAL_SSH_DIR = Path("/root/.ssh")
 SSH_FILES = ("pav_cluster_ed25519", "known_hosts", "config", "authorized_keys")
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-
-
-def sim(*args, check=True, timeout=120):
-    result = subprocess.run(
-        [str(SIM), *map(str, args)], capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"sim-hosts {args} exited {result.returncode}\n{result.stdout}{result.stderr}")
-    return result
-
-
-def _base36(n, width):
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    for _ in range(width):
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-    return out
-
-
-def _subnet_in_use(k):
-    argv = ["ip", "-o", "-4", "addr", "show", "to", f"10.77.{k}.0/24"]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    return bool(out.strip())
 
 
 def _snapshot_real_ssh():
@@ -91,26 +67,10 @@ def cluster(tmp_path_factory):
     key = base / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     state_dir = base / "state"
-    pid = os.getpid()
     try:
-        for attempt in range(40):
-            cid = "m" + _base36(pid * 1_000_003 + attempt * 104_729, 5)
-            subnet = (pid * 7 + attempt * 13) % 251
-            if _subnet_in_use(subnet):
-                continue
-            result = sim(
-                "up", "--state-dir", state_dir, "--cluster", cid, "--subnet-index", subnet,
-                "--count", HOSTS, "--pubkey", f"{key}.pub", check=False,
-            )  # fmt: skip
-            if result.returncode == 0:
-                records = [state_dir / "hosts" / f"sim-{cid}-{i}.json" for i in range(HOSTS)]
-                hosts = [json.loads(path.read_text()) for path in records]
-                yield Cluster(state_dir, key, hosts)
-                return
-            sim("down", "--state-dir", state_dir, check=False)
-            if "already used by" not in result.stderr and "belongs to state dir" not in result.stderr:
-                raise AssertionError(f"sim-hosts up failed:\n{result.stdout}{result.stderr}")
-        raise AssertionError("no free cluster id/subnet found")
+        up = up_free(state_dir, Path(f"{key}.pub"), HOSTS, "m")
+        records = [state_dir / "hosts" / f"sim-{up.cluster}-{i}.json" for i in range(HOSTS)]
+        yield Cluster(state_dir, key, [json.loads(path.read_text()) for path in records])
     finally:
         sim("down", "--state-dir", state_dir, check=False)
 

@@ -16,45 +16,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SIM = REPO / "scripts" / "sim-hosts"
+from tests.sim.script import sim, up_free
+
 HOST_KEYS = {"name", "index", "ip", "port", "user", "netns", "pid"}
-
-
-def sim(*args, env=None, check=True, timeout=120):
-    result = subprocess.run(
-        [str(SIM), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(
-            f"sim-hosts {' '.join(map(str, args))} exited {result.returncode}\n"
-            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-        )
-    return result
-
-
-def _base36(n, width):
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    for _ in range(width):
-        n, r = divmod(n, 36)
-        out = digits[r] + out
-    return out
-
-
-def _subnet_in_use(k):
-    out = subprocess.run(
-        ["ip", "-o", "-4", "addr", "show", "to", f"10.77.{k}.0/24"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return bool(out.strip())
 
 
 def _netns_names():
@@ -144,31 +108,11 @@ class Cluster:
 
 
 def _start_cluster(state_dir, key, count, salt):
-    """`up` a cluster on a free subnet; retries on a clash with another run."""
-    pid = os.getpid()
-    for attempt in range(40):
-        cid = "s" + _base36(pid * 1_000_003 + salt * 7919 + attempt * 104_729, 5)
-        subnet = 50 + (pid + salt * 61 + attempt * 17) % 200
-        if _subnet_in_use(subnet):
-            continue
-        result = sim(
-            "up", "--state-dir", state_dir, "--cluster", cid,
-            "--subnet-index", subnet, "--count", count,
-            "--pubkey", f"{key}.pub",
-            check=False,
-        )  # fmt: skip
-        if result.returncode == 0:
-            cluster = Cluster(state_dir, cid, subnet, key, up_stdout=result.stdout)
-            for i in range(count):
-                path = state_dir / "hosts" / f"sim-{cid}-{i}.json"
-                cluster.hosts.append(json.loads(path.read_text()))
-            return cluster
-        # Whatever got created must go before trying another id/subnet.
-        sim("down", "--state-dir", state_dir, check=False)
-        if "already used by" in result.stderr or "belongs to state dir" in result.stderr:
-            continue
-        raise AssertionError(f"sim-hosts up failed:\n{result.stdout}{result.stderr}")
-    raise AssertionError("no free cluster id/subnet found")
+    up = up_free(state_dir, Path(f"{key}.pub"), count, "s", salt)
+    cluster = Cluster(state_dir, up.cluster, up.subnet, key, up_stdout=up.stdout)
+    for i in range(count):
+        cluster.hosts.append(json.loads((state_dir / "hosts" / f"sim-{up.cluster}-{i}.json").read_text()))
+    return cluster
 
 
 @pytest.fixture(scope="module")
