@@ -29,6 +29,7 @@ class Settings:
     platform: str = "hosts"  # hosts: Ansible over SSH; k8s: PyTorchJob/MPIJob (docs/kubernetes.md)
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
+    slurm_mpi: str = "pmix"  # srun --mpi=THIS starts MPI tests' ranks under --launcher slurm
 
 
 def settings_file(inventory_dir: Path) -> Path | None:
