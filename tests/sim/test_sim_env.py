@@ -78,6 +78,8 @@ def test_teardown_leaves_nothing(full_run: FullRun) -> None:
     assert len(results["destroyed"]) == 4  # the network and 3 hosts
     assert leftovers(state) == []
     assert not sim.subnet_file(state).exists()  # the subnet is free for the next cluster to probe
+    # Nor does the script's record of it: a next run may be given another id or subnet.
+    assert sorted(p.name for p in (state / "sim").iterdir()) == []
 
 
 def test_collect_fetched_every_hosts_results(full_run: FullRun) -> None:
