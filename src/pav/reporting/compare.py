@@ -14,12 +14,15 @@ NCCL_TO_PAYLOAD = {
 }
 
 
-def busbw_table(tests: list[dict[str, Any]], host: str) -> list[tuple[str, int, float | None, float | None]]:
-    """(op, size_bytes, payload busbw, nccl-tests busbw) for every op and size either tool measured."""
+def busbw_table(
+    tests: list[dict[str, Any]], hosts: list[str]
+) -> list[tuple[str, int, float | None, float | None]]:
+    """(op, size_bytes, payload busbw, nccl-tests busbw) for every op and size either tool measured on
+    exactly these hosts: one host's NVLink numbers are never paired with a run across hosts."""
     payload: dict[tuple[str, int], float] = {}
     nccl: dict[tuple[str, int], float] = {}
     for test in tests:
-        if host not in test["hosts"] or test["status"] not in ("pass", "fail"):
+        if list(test["hosts"]) != list(hosts) or test["status"] not in ("pass", "fail"):
             continue
         metrics = test.get("metrics", {})
         if test["name"].startswith("nccl_tests_"):
@@ -35,6 +38,15 @@ def busbw_table(tests: list[dict[str, Any]], host: str) -> list[tuple[str, int, 
     return [(op, size, payload.get((op, size)), nccl.get((op, size))) for op, size in keys]
 
 
+def host_sets(tests: list[dict[str, Any]], hosts: list[str]) -> list[list[str]]:
+    """Each host alone, then every set of hosts a test spanned, in the order the tests ran."""
+    sets = [[h] for h in hosts]
+    for test in tests:
+        if len(test["hosts"]) > 1 and list(test["hosts"]) not in sets:
+            sets.append(list(test["hosts"]))
+    return sets
+
+
 # Below this payload/nccl-tests ratio the two tools disagree enough that one of them is not to be trusted.
 RATIO_FLOOR = 0.95
 
@@ -42,12 +54,13 @@ RATIO_FLOOR = 0.95
 def cross_check(tests: list[dict[str, Any]], hosts: list[str]) -> list[dict[str, Any]]:
     """results.json's cross_check: every op and size both tools measured on a host, with the ratio."""
     rows = []
-    for host in hosts:
-        for op, size, mine, theirs in busbw_table(tests, host):
+    for members in host_sets(tests, hosts):
+        for op, size, mine, theirs in busbw_table(tests, members):
             if mine and theirs:
                 ratio = round(mine / theirs, 3)
                 rows.append(
-                    {"host": host, "op": op, "size_bytes": size, "payload_busbw_gbps": mine,
+                    {"host": ",".join(members), "scope": "host" if len(members) == 1 else "cluster",
+                     "op": op, "size_bytes": size, "payload_busbw_gbps": mine,
                      "nccl_tests_busbw_gbps": theirs, "ratio": ratio, "low": ratio < RATIO_FLOOR}
                 )  # fmt: skip
     return rows
@@ -55,10 +68,11 @@ def cross_check(tests: list[dict[str, Any]], hosts: list[str]) -> list[dict[str,
 
 def render(results: dict[str, Any]) -> str:
     lines = []
-    for host in results["hosts"]:
-        rows = busbw_table(results["tests"], host)
+    for members in host_sets(results["tests"], list(results["hosts"])):
+        rows = busbw_table(results["tests"], members)
         if not rows:
             continue
+        host = ",".join(members)
         lines.append(f"host {host}: busbw GB/s (payload = torch.distributed NCCL, nccl = nccl-tests)")
         lines.append(f"{'op':<15} {'size':>11} {'payload':>9} {'nccl':>9} {'ratio':>6}")
         for op, size, mine, theirs in rows:
