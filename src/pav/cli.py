@@ -16,7 +16,9 @@ from pav.thresholds import profile_path
 
 EXIT_HELP = (
     "exit codes: 0 PASS, 1 FAIL, 2 could not run (bad input, unreachable host, missing tool), "
-    "130/143 interrupted (SIGINT/SIGTERM; teardown still ran)"
+    "130/143 interrupted (SIGINT/SIGTERM; teardown still ran). "
+    "Other commands: provision-and-validate check-nccl LOG... (grade nccl-tests logs), "
+    "provision-and-validate history --env NAME (what got worse since earlier runs); each takes --help"
 )
 
 
