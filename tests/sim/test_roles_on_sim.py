@@ -46,8 +46,11 @@ def _results(run_dir: Path) -> dict[str, Any]:
 
 
 def test_second_configure_changes_nothing(kept: Kept) -> None:
+    assert len(kept.second["hosts"]) == 2
     for name, host in kept.second["hosts"].items():
-        assert host["ansible"]["configure"].get("changed", 0) == 0, (name, host["changes"])
+        counts = host["ansible"]["configure"]
+        assert counts["ok"] > 0 and counts.get("changed", 0) == 0, (name, counts, host["changes"])
+        assert host["changes"] == []
     assert any(h["changes"] for h in kept.first["hosts"].values())  # the first one did change things
 
 
