@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--hosts", type=int, help="how many hosts an env that provisions creates")
     p.add_argument(
+        "--max-hours",
+        type=int,
+        metavar="H",
+        help="cloud envs: label what is created to expire H hours on, for a janitor (docs/nebius.md); "
+        "default: max_lifetime_hours of the values file, else 12",
+    )
+    p.add_argument(
         "--platform", choices=PLATFORMS, help="hosts (SSH) or k8s (PyTorchJob/MPIJob); default: pav_platform"
     )
     p.add_argument("--tests", help="comma list of tests to run instead of the env's pav_tests")
@@ -96,6 +103,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
     env: EnvSpec = custom_env(args.inventory) if args.inventory else resolve_env(args.env or "local")
     if args.hosts is not None and args.hosts < 1:
         raise PavError("--hosts must be at least 1")
+    if args.max_hours is not None and not 1 <= args.max_hours <= 720:
+        raise PavError("--max-hours must be 1 to 720 (30 days)")
     if args.allow_missing < 0:
         raise PavError("--allow-missing must be 0 or more")
     if args.test_timeout is not None and args.test_timeout < 1:
@@ -108,6 +117,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         hosts=args.hosts,
         apply_tuning=args.apply_tuning,
         allow_missing=args.allow_missing,
+        max_hours=args.max_hours,
         results_root=rundir.results_root(args.results_root),
     )
     settings = load_settings(env.inventory_dir)

@@ -28,6 +28,7 @@ class Options:
     hosts: int | None = None  # --hosts N for envs that provision
     apply_tuning: bool | None = None  # None: the env's pav_apply_tuning
     allow_missing: int = 0  # --allow-missing N: unreachable hosts the run goes on without
+    max_hours: int | None = None  # --max-hours H: cloud resources' pav-expires-at label, H hours on
     results_root: Path = Path("runs")  # where run dirs live; the report compares with earlier runs there
 
 

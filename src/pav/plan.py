@@ -34,7 +34,7 @@ def render(ctx: RunContext) -> str:
 def _terraform_plan(ctx: RunContext) -> list[str]:
     """The root, the variables and the resources a provisioning run would use: offline, nothing created."""
     assert ctx.env.terraform_dir is not None
-    env = TerraformEnv.for_env(ctx.env.name, ctx.env.terraform_dir)
+    env = TerraformEnv.for_env(ctx.env.name, ctx.env.terraform_dir, ctx.options.max_hours)
     hosts = ctx.options.hosts or ctx.settings.hosts
     lines = [f"  {hosts} host(s), created by Terraform root {ctx.env.terraform_dir}"]
     lines.append(f"  state dir: {env.state}")

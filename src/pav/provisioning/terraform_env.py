@@ -21,10 +21,13 @@ class TerraformEnv:
     name: str
     root: Path
     state: Path
+    max_hours: int | None = None  # --max-hours: the pav-expires-at label's lifetime, over the values file's
 
     @classmethod
-    def for_env(cls, name: str, root: Path) -> TerraformEnv:
-        return cls(name, root, state_dir(name))
+    def for_env(cls, name: str, root: Path, max_hours: int | None = None) -> TerraformEnv:
+        if max_hours is not None and not name.startswith("nebius-"):
+            raise PavError(f"--max-hours labels cloud resources; env {name} makes none (use a nebius-* env)")
+        return cls(name, root, state_dir(name), max_hours)
 
     @property
     def terraform(self) -> Terraform:
@@ -42,7 +45,7 @@ class TerraformEnv:
         if self.name == "sim":
             return sim.variables(self.state, hosts)
         if self.nebius:
-            return nebius.variables(self.state, self.name, hosts)
+            return self._lifetime(nebius.variables(self.state, self.name, hosts))
         raise PavError(f"env {self.name}: no Terraform variables are defined for it in pav.provisioning")
 
     def preview_variables(self, hosts: int) -> dict[str, Any]:
@@ -52,8 +55,13 @@ class TerraformEnv:
         if self.nebius:
             nebius.check_credentials(os.environ)
             path = nebius.tfvars_path(self.name, os.environ)
-            return {**nebius.load_user_values(path, self.name), "node_count": hosts, "values_file": str(path)}
+            user = nebius.load_user_values(path, self.name)
+            values = {"max_lifetime_hours": nebius.DEFAULT_LIFETIME_HOURS, **user, "node_count": hosts}
+            return self._lifetime({**values, "values_file": str(path)})
         return self.variables(hosts)
+
+    def _lifetime(self, values: dict[str, Any]) -> dict[str, Any]:
+        return values if self.max_hours is None else {**values, "max_lifetime_hours": self.max_hours}
 
     def private_key(self) -> Path:
         return sim.private_key(self.state)
