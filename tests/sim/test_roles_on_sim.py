@@ -61,6 +61,9 @@ def test_preflight_facts(kept: Kept) -> None:
         assert facts["gpu"]["count"] == 0 and facts["gpu"]["nvidia_smi"] == "absent"
         assert facts["rdma"]["hcas"] == []
         assert int(facts["shm"]["size_bytes"]) > 0
+        mounts = {m["target"]: m["fstype"] for m in facts["mounts"]}
+        # The host's own root (an overlay) and the folder every sim host shares, as an NFS export would be.
+        assert mounts["/"] == "overlay" and "/srv/pav-shared" in mounts, mounts
         assert facts["torch"]["version"].startswith("2.")
 
 
