@@ -9,9 +9,11 @@ from pav.errors import Interrupted
 
 _requested: list[int] = []
 CANCEL = threading.Event()
+_wrapping_up = threading.Event()
 
 
 def install() -> None:
+    _wrapping_up.clear()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _handler)
 
@@ -19,7 +21,15 @@ def install() -> None:
 def _handler(signum: int, _frame: object) -> None:
     if not _requested:
         _requested.append(signum)
-    CANCEL.set()
+    if not _wrapping_up.is_set():
+        CANCEL.set()
+
+
+def wrapping_up() -> None:
+    """Collect, report and teardown are starting: let their playbooks run, and keep them running through
+    a second Ctrl-C (a cancelled teardown would leave hosts behind)."""
+    _wrapping_up.set()
+    CANCEL.clear()
 
 
 def raise_if_requested() -> None:

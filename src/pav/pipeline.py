@@ -38,12 +38,14 @@ def _run_stages(ctx: RunContext) -> None:
 
 
 def _wrap_up_steps(ctx: RunContext) -> list[tuple[str, StageFn]]:
-    """Collect and report keep partial results; teardown runs after any failure or interrupt."""
+    """Collect and report keep partial results (also after a signal: the tests that finished before it
+    keep their results); teardown runs after any failure or interrupt. Isolation's re-runs need a run
+    that was let finish."""
     interrupted = interrupts.requested()
-    interrupts.CANCEL.clear()  # let the wrap-up playbooks run
+    interrupts.wrapping_up()  # from here a signal no longer cancels a playbook: teardown must finish
     steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", teardown.run)]
-    if ctx.launches and not interrupted:
-        steps[:0] = [("collect", collect.run), ("isolate", isolate.run)]
+    if ctx.launches:
+        steps[:0] = [("collect", collect.run)] + ([] if interrupted else [("isolate", isolate.run)])
     return steps
 
 

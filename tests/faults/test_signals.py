@@ -1,6 +1,6 @@
 """SIGINT (Ctrl-C: the driver's whole process group) and SIGTERM (the driver alone) during provision,
-configure and validate: teardown runs, results.json and summary.txt are written, exit 130 / 143, and
-nothing of the run is left."""
+configure and validate: what finished is collected, teardown runs (a second signal does not stop it),
+results.json and summary.txt are written, exit 130 / 143, and nothing of the run is left."""
 
 from __future__ import annotations
 
@@ -68,21 +68,30 @@ def test_during_configure(sim_deps: None, sandbox: Sandbox, name: str) -> None:
 
 @pytest.mark.parametrize("name", SIGNALS)
 def test_during_validate(configured: Configured, sandbox: Sandbox, name: str) -> None:
-    """Mid test, on hosts the run does not destroy (a static inventory): the playbook is cancelled, and
-    teardown kills what the launch left running on every host and removes the run's folder there."""
-    proc = sandbox.start(*configured.validate(0, 1), "--tests", "fault_hang", "--test-timeout", "300")
+    """Mid test, on hosts the run does not destroy (a static inventory): the playbook is cancelled, the
+    test that finished before the signal keeps its result, and teardown kills what the launch left
+    running on every host and removes the run's folder there, through a second signal too."""
+    proc = sandbox.start(
+        *configured.validate(0, 1), "--tests", "torch_gloo_allreduce,fault_hang", "--test-timeout", "300"
+    )
     run_id = wait_for("the validate playbook", lambda: playbook_run_id(sandbox.run_dir("run")), 120, proc)
     remote = [configured.remote_run_dir(i, run_id) for i in (0, 1)]
     started = lambda: all(len(list(d.glob("results/fault_hang/*.rank*.json"))) == 2 for d in remote)  # noqa: E731
     wait_for("every rank on both hosts", started, 300, proc)
     send(proc, name)
+    teardown = sandbox.run_dir("run") / "ansible" / "teardown"
+    wait_for("the teardown playbook", teardown.exists, 300, proc)
+    send(proc, name)  # impatient: it must not cancel the teardown
     results = finish(proc, name, "validate", sandbox)
-    assert "collect" not in {s["name"] for s in results["stages"]}
-    # Nothing is collected after a signal: the tests cut short say so.
-    assert [(t["status"], t["reason"]) for t in results["tests"]] == [
-        ("error", f"no result came back from {host}: the run was interrupted by {name}")
-        for host in configured.names[:2]
-    ]
+    assert {s["name"]: s["status"] for s in results["stages"]}["collect"] == "ok"
+    outcome = {(t["name"], t["hosts"][0]): (t["status"], t["reason"]) for t in results["tests"]}
+    for host in configured.names[:2]:
+        assert outcome[("torch_gloo_allreduce", host)] == ("pass", "")
+        # What the signal cut short says so.
+        assert outcome[("fault_hang", host)] == (
+            "error",
+            f"no result came back from {host}: the run was interrupted by {name}",
+        )
     assert not any(d.exists() for d in remote)
     assert sandbox.left(("run",)) == []
 

@@ -60,7 +60,7 @@ def execute(ctx: RunContext) -> int:
     try:
         error = guarded(ctx, _run_stages)
     finally:
-        interrupts.CANCEL.clear()  # let teardown's kubectl and Terraform run after a signal
+        interrupts.wrapping_up()  # let teardown's kubectl and Terraform run after a signal
         steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", stages.teardown_stage)]
         if ctx.launches:
             steps.insert(0, ("collect", stages.collect_stage))

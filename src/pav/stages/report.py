@@ -51,7 +51,7 @@ def judge_launches(ctx: RunContext) -> None:
     # Across hosts nccl-tests crosses the fabric, so it is judged by the profile's inter-node gates.
     nccl_gates = {"host": load_gates(profile), "cluster": load_gates(profile, "nccl_tests_inter_node")}
     lost: dict[str, str] = {}
-    if interrupts.requested():  # launches cut short: nothing was collected
+    if interrupts.requested():  # launches the signal cut short left no launcher.rc to collect
         lost = {h: f"the run was {ctx.results.error}" for launch in ctx.launches for h in launch.hosts}
     lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
     for launch in ctx.launches:
