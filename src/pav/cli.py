@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--test-timeout",
         type=int,
         metavar="SECONDS",
-        help="limit of each test launch, killed on the host past it (overrides pav_test_timeout_s)",
+        help="limit of every test launch, killed on the host past it "
+        "(overrides pav_test_timeout_s and pav_test_timeouts_s)",
     )
     p.add_argument(
         "--launcher",
@@ -126,7 +127,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
     if args.tests:
         settings.tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     if args.test_timeout is not None:
-        settings.test_timeout_s = args.test_timeout
+        settings.test_timeout_s, settings.test_timeouts_s = args.test_timeout, {}
     if args.launcher is not None:
         settings.launcher = args.launcher
     check_names(settings, env, from_cli=bool(args.tests))
@@ -146,6 +147,7 @@ def check_names(settings: Settings, env: EnvSpec, from_cli: bool) -> None:
     """Unknown tests or profiles fail here, before anything is provisioned, naming where they were set."""
     where = settings_file(env.inventory_dir) or env.inventory_dir
     catalog.select(settings.tests, "--tests" if from_cli else f"pav_tests of {where}")
+    catalog.select(list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where}")
     if settings.threshold_profile != "auto":
         try:
             profile_path(settings.threshold_profile)

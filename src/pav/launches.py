@@ -66,7 +66,7 @@ def plan_launches(
             spec.name,
             spec.launcher,
             spec.scope,
-            settings.test_timeout_s,
+            settings.timeout_for(spec.name),
             env=dict(spec.env),
             gates_of=spec.gates_of,
         )
@@ -116,8 +116,8 @@ def cluster_launch(
         )
     procs = min(h.gpus for h in hosts) if spec.needs_gpu else settings.cpu_procs_per_host
     launch = Launch(
-        spec.name, spec.launcher, spec.scope, settings.test_timeout_s, members=names, env=dict(spec.env),
-        gates_of=spec.gates_of,
+        spec.name, spec.launcher, spec.scope, settings.timeout_for(spec.name), members=names,
+        env=dict(spec.env), gates_of=spec.gates_of,
     )  # fmt: skip
     if spec.launcher == "nccl_tests":
         return _nccl_tests_cluster(spec, hosts, launch, procs)

@@ -20,6 +20,7 @@ class Settings:
     tests: list[str] = field(default_factory=lambda: list(DEFAULT_TESTS))
     apply_tuning: bool = True  # False: tuning roles run in check mode with diff and change nothing
     test_timeout_s: int = 900
+    test_timeouts_s: dict[str, int] = field(default_factory=dict)  # per test, over test_timeout_s
     cpu_procs_per_host: int = 2
     remote_dir: str = "/var/tmp/pav"
     rdzv_port: int = 29400
@@ -30,6 +31,10 @@ class Settings:
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
     slurm_mpi: str = "pmix"  # srun --mpi=THIS starts MPI tests' ranks under --launcher slurm
+
+    def timeout_for(self, test: str) -> int:
+        """Seconds a launch of this test may run before it is killed on every host."""
+        return self.test_timeouts_s.get(test, self.test_timeout_s)
 
 
 def settings_file(inventory_dir: Path) -> Path | None:
@@ -62,6 +67,9 @@ def settings_from(data: dict[str, Any], source: str) -> Settings:
     if settings.launcher not in LAUNCHERS:
         choices = ", ".join(LAUNCHERS)
         raise PavError(f"{source}: pav_launcher must be one of {choices}, got {settings.launcher!r}")
+    for name, limit in settings.test_timeouts_s.items():
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+            raise PavError(f"{source}: pav_test_timeouts_s.{name} must be a positive number of seconds")
     if settings.test_timeout_s <= 0 or settings.cpu_procs_per_host <= 0:
         raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")
     if settings.platform not in PLATFORMS:
@@ -70,6 +78,8 @@ def settings_from(data: dict[str, Any], source: str) -> Settings:
 
 
 def _same_kind(value: Any, default: Any) -> bool:
+    if isinstance(default, dict):
+        return isinstance(value, dict) and all(isinstance(k, str) for k in value)
     if isinstance(default, bool):
         return isinstance(value, bool)
     if isinstance(default, int):
@@ -80,4 +90,6 @@ def _same_kind(value: Any, default: Any) -> bool:
 
 
 def _kind(default: Any) -> str:
-    return {bool: "true or false", int: "an integer", str: "a string", list: "a list of names"}[type(default)]
+    kinds = {bool: "true or false", int: "an integer", str: "a string", list: "a list of names",
+             dict: "a mapping of test name to seconds"}  # fmt: skip
+    return kinds[type(default)]

@@ -1,8 +1,10 @@
 """A payload run that hangs (one rank stops before its first collective and ignores SIGTERM, as a rank
-stuck in a driver call does): with --test-timeout 20 it is `fail` with "timeout", and no process of it
-keeps running on any host."""
+stuck in a driver call does): with a 20 s limit for that test (pav_test_timeouts_s) it is `fail` with
+"timeout", and no process of it keeps running on any host."""
 
 from __future__ import annotations
+
+import shutil
 
 import pytest
 
@@ -12,7 +14,12 @@ pytestmark = pytest.mark.slow
 
 
 def test_hung_launch_times_out_and_is_killed(configured: Configured, sandbox: Sandbox) -> None:
-    run = sandbox.cli(*configured.validate(0, 1), "--tests", "fault_hang", "--test-timeout", "20")
+    inventory = sandbox.base / "inv-hang"
+    shutil.copytree(configured.inventory(0, 1).parent, inventory)
+    group_vars = inventory / "group_vars" / "all.yml"
+    group_vars.write_text(group_vars.read_text() + "\npav_test_timeouts_s:\n  fault_hang: 20\n")
+    stages = ("--stages", "validate,collect,report,teardown")
+    run = sandbox.cli("--inventory", str(inventory / "hosts.yml"), *stages, "--tests", "fault_hang")
     assert run.rc == 1, run.stdout + run.stderr  # a verdict (FAIL), not a run that could not finish
     results = sandbox.results()
     hung = [t for t in results["tests"] if t["name"] == "fault_hang"]

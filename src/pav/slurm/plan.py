@@ -86,7 +86,7 @@ class _Planner:
             argv += ["--mkdir", job.workdir, "--mkdir", job.out, "--gather", job.out]
         # sbatch exports the submitting environment to every task, the test's own (NCCL_ALGO=Ring) with it.
         launch = Launch(
-            spec.name, spec.launcher, spec.scope, self.settings.test_timeout_s, env=dict(spec.env),
+            spec.name, spec.launcher, spec.scope, self.settings.timeout_for(spec.name), env=dict(spec.env),
             gates_of=spec.gates_of,
         )  # fmt: skip
         launch.argv_by_host[host.name] = argv
@@ -158,7 +158,9 @@ class _Planner:
             no_gpu = ",".join(h.name for h in self.hosts if not h.gpus)
             return None, TestResult(spec.name, names, "skipped", f"no GPU on {no_gpu}")
         if spec.name == "slurm_cluster_state":
-            launch = Launch(spec.name, "slurm", "cluster", self.settings.test_timeout_s, members=names)
+            launch = Launch(
+                spec.name, "slurm", "cluster", self.settings.timeout_for(spec.name), members=names
+            )
             launch.argv_by_host[self.submit.name] = [
                 PYTHON, "-m", "pav_payload.slurm_check", "cluster-state", "--expect-nodes", str(len(names)),
                 "--out", f"results/{spec.name}", "--test-id", spec.name,
@@ -175,7 +177,7 @@ class _Planner:
         out = f"{self.shared_run}/{spec.name}"
         job = Job(
             name=spec.name, test=spec.name, template="check", nodes=len(self.hosts), tasks_per_node=tasks,
-            cpus_per_task=cpus, gpus_per_node=gpus, minutes=minutes_for(self.settings.test_timeout_s),
+            cpus_per_task=cpus, gpus_per_node=gpus, minutes=minutes_for(self.settings.timeout_for(spec.name)),
             workdir=self.shared_run, log=f"{out}/job-%j.out", out=out,
             extra={"check": CHECK_ARGS[spec.name]},
         )  # fmt: skip

@@ -96,7 +96,7 @@ def _round(
     round_spec = replace(spec, name=f"{spec.name}.isolate{number}")
     views = {view.name: view for view in validate.host_views(ctx)}
     launch = Launch(
-        round_spec.name, spec.launcher, "cluster", ctx.settings.test_timeout_s, env=dict(spec.env)
+        round_spec.name, spec.launcher, "cluster", ctx.settings.timeout_for(spec.name), env=dict(spec.env)
     )
     for group in groups:
         part, _ = cluster_launch(round_spec, [views[h] for h in group], ctx.settings, ctx.results.run_id)
