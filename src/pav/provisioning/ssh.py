@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,17 +26,41 @@ class PinnedKey:
         return f"{where} {self.key_type} {self.key_b64}"
 
 
-def wait_and_pin(hosts: list[ProvisionedHost], key: Path, known_hosts: Path, timeout_s: float) -> None:
-    pinned = [_wait_one(h, key, timeout_s) for h in hosts]
+def wait_and_pin(
+    hosts: list[ProvisionedHost], key: Path, known_hosts: Path, timeout_s: float, allow_missing: int = 0
+) -> dict[str, str]:
+    """Wait for every host's SSH at once and pin the keys of those that answered. Up to allow_missing hosts
+    may stay silent: they are returned (name -> why) with no key pinned, so the configure stage finds them
+    unreachable and the run goes on without them; one more stops the run here."""
+    with ThreadPoolExecutor(max_workers=min(16, len(hosts) or 1)) as pool:
+        outcomes = list(pool.map(lambda h: _wait_or_why(h, key, timeout_s), hosts))
+    pinned = [o for o in outcomes if isinstance(o, PinnedKey)]
+    silent = {h.name: o for h, o in zip(hosts, outcomes, strict=True) if isinstance(o, str)}
     known_hosts.parent.mkdir(parents=True, exist_ok=True)
     known_hosts.write_text("".join(p.known_hosts_line() + "\n" for p in pinned))
+    interrupts.raise_if_requested()
+    if len(silent) > allow_missing:
+        first = next(iter(silent.values()))
+        more = f" (and {len(silent) - 1} more host(s))" if len(silent) > 1 else ""
+        some_answered = len(silent) < len(hosts)
+        hint = f", or pass --allow-missing {len(silent)} to go on without it" if some_answered else ""
+        raise PavError(f"{first}{more}{hint}")
+    return silent
+
+
+def _wait_or_why(host: ProvisionedHost, key: Path, timeout_s: float) -> PinnedKey | str:
+    try:
+        return _wait_one(host, key, timeout_s)
+    except PavError as exc:
+        return str(exc)
 
 
 def _wait_one(host: ProvisionedHost, key: Path, timeout_s: float) -> PinnedKey:
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     while time.monotonic() < deadline:
-        interrupts.raise_if_requested()
+        if interrupts.requested():
+            raise PavError(f"host {host.name}: the run was interrupted before it answered SSH")
         try:
             return _connect(host, key)
         except (OSError, paramiko.SSHException, EOFError) as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ class TerraformEnv:
     root: Path
     state: Path
     max_hours: int | None = None  # --max-hours: the pav-expires-at label's lifetime, over the values file's
+    silent: dict[str, str] = field(default_factory=dict)  # hosts that never answered SSH -> why
 
     @classmethod
     def for_env(cls, name: str, root: Path, max_hours: int | None = None) -> TerraformEnv:
@@ -66,16 +67,20 @@ class TerraformEnv:
     def private_key(self) -> Path:
         return sim.private_key(self.state)
 
-    def apply(self, hosts: int, ssh_timeout_s: float) -> list[ProvisionedHost]:
+    def apply(self, hosts: int, ssh_timeout_s: float, allow_missing: int = 0) -> list[ProvisionedHost]:
+        """Create the hosts and wait for them; up to allow_missing may never answer (the run then goes on
+        without them: configure finds them unreachable)."""
         variables = self.variables(hosts)  # first: missing credentials or values stop the run before init
         tf = self.terraform
         tf.init()
         interrupts.raise_if_requested()  # before apply: an interrupted run creates nothing more
         tf.apply(variables)
         provisioned = parse_hosts(tf.outputs())
-        wait_and_pin(provisioned, self.private_key(), self.known_hosts, ssh_timeout_s)
+        key = self.private_key()
+        self.silent = wait_and_pin(provisioned, key, self.known_hosts, ssh_timeout_s, allow_missing)
         if self.nebius:
-            nebius.wait_cloud_init(provisioned, self.private_key(), self.known_hosts, ssh_timeout_s)
+            answered = [h for h in provisioned if h.name not in self.silent]
+            nebius.wait_cloud_init(answered, self.private_key(), self.known_hosts, ssh_timeout_s)
         return provisioned
 
     def current_hosts(self) -> list[ProvisionedHost]:
