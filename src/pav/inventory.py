@@ -74,6 +74,8 @@ def resolve_hosts(inventory_file: Path, label: Path | None = None) -> list[Host]
     label: the file to name in errors (the user's, when inventory_file is the run dir's copy of it).
     """
     shown = label or inventory_file
+    if inventory_file.suffix in (".yml", ".yaml"):
+        check_yaml_shape(load_yaml(inventory_file), shown)
     exe = require_tool("ansible-inventory", "install the project (pip install -e .) to get ansible-core")
     env = ansible_env()
     env["ANSIBLE_INVENTORY_UNPARSED_FAILED"] = "true"
@@ -90,6 +92,36 @@ def resolve_hosts(inventory_file: Path, label: Path | None = None) -> list[Host]
     if not names:
         raise PavError(f"inventory {shown} has no hosts; add at least one host under all.hosts")
     return [Host(n, str(hostvars.get(n, {}).get("ansible_host", n)), hostvars.get(n, {})) for n in names]
+
+
+GROUP_KEYS = ("hosts", "children", "vars")
+
+
+def check_yaml_shape(data: Any, shown: Path) -> None:
+    """The shape Ansible's YAML inventory plugin reads, checked first so the error names the key: its own
+    says only that it 'failed to parse' the file."""
+    if not isinstance(data, dict) or not data:
+        raise PavError(f"{shown}: an inventory is a mapping of groups, e.g. all: {{hosts: {{NAME: {{}}}}}}")
+    for group, node in data.items():
+        _check_group(node, str(group), shown)
+
+
+def _check_group(node: Any, where: str, shown: Path) -> None:
+    if node is None:
+        return
+    if not isinstance(node, dict):
+        raise PavError(f"{shown}: {where} must be a mapping with hosts, children or vars; fix that key")
+    for key, value in node.items():
+        if key not in GROUP_KEYS:
+            raise PavError(f"{shown}: {where}.{key} is not a group key (hosts, children, vars); fix that key")
+        if value is not None and not isinstance(value, dict):
+            kind = type(value).__name__
+            raise PavError(f"{shown}: {where}.{key} must be a mapping, got {kind}; fix that key")
+    for name, host_vars in (node.get("hosts") or {}).items():
+        if host_vars is not None and not isinstance(host_vars, dict):
+            raise PavError(f"{shown}: {where}.hosts.{name} must be a mapping of host variables (or empty)")
+    for name, child in (node.get("children") or {}).items():
+        _check_group(child, f"{where}.children.{name}", shown)
 
 
 def ansible_env() -> dict[str, str]:
