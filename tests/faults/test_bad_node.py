@@ -8,6 +8,8 @@ may kill host 2 of the shared cluster."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.faults.conftest import Configured, Sandbox
@@ -33,3 +35,8 @@ def test_the_degraded_host_and_only_it_is_named(configured: Configured, sandbox:
     assert any(s["status"] == "pass" and bad not in s["hosts"] for s in isolation["steps"]), isolation
     summary = (sandbox.run_dir("run") / "summary.txt").read_text()
     assert f"  {bad}: " in summary and "suspect hosts" in summary
+    # The report's suspect box names it, and no other host.
+    page = (sandbox.run_dir("run") / "report.html").read_text()
+    box = page[page.index('<section class="suspects"') :]
+    box = box[: box.index("</section>")]
+    assert re.findall(r'<b class="suspect">([^<]+)</b>', box) == [bad], box
