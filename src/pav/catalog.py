@@ -207,7 +207,7 @@ CATALOG: dict[str, TestSpec] = {
                 True,
                 (f"{op}_perf", *NCCL_TESTS_SWEEP),
             )
-            for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+            for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast")
         ),
         # Slurm's own checks (--launcher slurm only; docs/slurm.md): pav_payload.slurm_check in every task.
         TestSpec(
