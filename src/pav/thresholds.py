@@ -52,6 +52,8 @@ def known_profiles() -> list[str]:
 # pav_threshold_profile: auto picks by the GPUs preflight found: (name contains, GPUs per host, profile).
 AUTO = (("H100", 8, "h100-sxm-8gpu"), ("H200", 8, "h200-sxm-8gpu"), ("H200", 2, "h200-2gpu"))
 AUTO_UNKNOWN_GPU = "gpu-correctness"
+# nvidia-smi names boards that are not SXM so: "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL".
+NOT_SXM = ("PCIe", "NVL")
 
 
 def auto_profile(host_facts: list[dict[str, Any]]) -> str:
@@ -60,6 +62,8 @@ def auto_profile(host_facts: list[dict[str, Any]]) -> str:
         return "cpu"
     first = gpu_hosts[0]
     name = str((first.get("devices") or [["", ""]])[0][1])
+    if any(form in name for form in NOT_SXM):
+        return AUTO_UNKNOWN_GPU  # the same GPU name on PCIe or NVL boards has other links than the gates
     for needle, count, profile in AUTO:
         if needle in name and int(first["count"]) == count:
             return profile
