@@ -2,20 +2,21 @@
 group_vars of a custom inventory reach no file of the run dir, no artifact Ansible keeps there, and no
 line the driver prints.
 
-The inventory is this machine over Ansible's local connection: there the facts Ansible gathers hold the
-driver's own environment, the worst case for a leak."""
+First this machine over Ansible's local connection: there the facts Ansible gathers hold the driver's own
+environment, the worst case for a leak. Then two sim hosts over SSH, with a test spanning both."""
 
 from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from pav.scrub import scrub_text
-from tests.faults.conftest import Sandbox
+from tests.faults.conftest import Configured, Sandbox
 
 
 def fake_pem() -> str:
@@ -94,3 +95,37 @@ def test_scrub_catches_escaped_values_and_keeps_words() -> None:
     assert token not in clean and json.dumps(token)[1:-1] not in clean
     assert "PRIVATE KEY" not in clean and '"other": "False"' in clean
     assert clean.count("<redacted>") == 2
+
+
+@pytest.mark.slow
+def test_no_secret_leaks_from_a_run_on_sim_hosts(configured: Configured, sandbox: Sandbox) -> None:
+    """The same over SSH on two sim hosts, with a test spanning both (torchrun across hosts): what comes back
+    from the hosts (logs, rank reports, collected archives) holds no planted secret either."""
+    env_token, gv_token = f"envtok-{secrets.token_hex(16)}", f"gvtok-{secrets.token_hex(16)}"
+    env_pem, gv_pem = fake_pem(), fake_pem()
+    inventory = sandbox.base / "inv-secrets"
+    shutil.copytree(configured.inventory(0, 1).parent, inventory)
+    group_vars = inventory / "group_vars" / "all.yml"
+    group_vars.write_text(
+        group_vars.read_text()
+        + f"\nnebius_iam_token: {gv_token}\nnebius_sa_private_key: |\n"
+        + textwrap.indent(gv_pem, "  ")
+    )
+    run = sandbox.cli(
+        "--inventory", str(inventory / "hosts.yml"), "--stages", "validate,collect,report,teardown",
+        "--tests", "torch_gloo_allreduce,torch_gloo_collectives_multi",
+        env={"NEBIUS_IAM_TOKEN": env_token, "NEBIUS_SA_PRIVATE_KEY": env_pem},
+    )  # fmt: skip
+    assert run.rc == 0, run.stdout + run.stderr
+    planted = [env_token, gv_token, env_pem, gv_pem]
+    assert leaks(run.stdout + run.stderr, planted) == []
+    run_dir = sandbox.run_dir("run")
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert any("hosts" in p.parts and p.name.endswith(".rank0.json") for p in files)  # came back over SSH
+    found = {
+        str(p.relative_to(run_dir)): bad
+        for p in files
+        if (bad := leaks(p.read_bytes().decode(errors="replace"), planted))
+    }
+    assert found == {}
+    assert sandbox.left(("run",)) == []
