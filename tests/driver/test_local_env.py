@@ -63,7 +63,7 @@ def test_artifacts_and_junit(local_run: tuple[int, Path, str]) -> None:
     results = (run_dir / "hosts" / "localhost" / "results").iterdir()
     assert {p.name for p in results} == {"torch_gloo_allreduce", "ddp_cpu_train"}
     junit = (run_dir / "junit.xml").read_text()
-    assert 'tests="15"' in junit and 'skipped="13"' in junit and 'failures="0"' in junit
+    assert 'tests="16"' in junit and 'skipped="14"' in junit and 'failures="0"' in junit
 
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:
@@ -72,3 +72,10 @@ def test_dry_run_changes_nothing(tmp_path: Path) -> None:
     assert "localhost" in run.stdout and "torch_gloo_allreduce" in run.stdout
     assert "check mode" in run.stdout
     assert not (tmp_path / "r").exists()
+
+
+def test_tuning_is_applied_only_on_opt_in() -> None:
+    """This machine is someone's own: check mode unless --apply-tuning; a cluster env the other way round."""
+    assert "configure: tuning applied" in run_cli("--env", "local", "--dry-run", "--apply-tuning").stdout
+    assert "configure: tuning in check mode" in run_cli("--env", "sim", "--dry-run", "--check-tuning").stdout
+    assert "configure: tuning applied" in run_cli("--env", "sim", "--dry-run").stdout
