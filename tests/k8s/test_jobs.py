@@ -161,6 +161,9 @@ def test_submit_follow_collect_and_delete_through_kubectl(
         stored / "launcher.log"
     ).read_text()
     assert launch.members == [f"{job.name}-worker-0"]
+    [record] = jobs.host_records(job, pods).values()
+    assert (record.name, record.address, record.status) == (f"{job.name}-worker-0", "gpu-node-7", "ok")
+    assert record.facts["k8s"]["node"] == "gpu-node-7" and record.facts["k8s"]["kind"] == "PyTorchJob"
     assert deleted == f"deleted 2 object(s) labelled {selector}"
     calls = (tmp_path / "stub" / "calls.log").read_text().splitlines()
     assert calls[0].startswith("--namespace pav apply --server-side --force-conflicts -f -")

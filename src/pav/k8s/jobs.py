@@ -13,6 +13,7 @@ from pav.errors import PavError
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.render import END_MARK, FILE_MARK, Job, Manifest
 from pav.launches import Launch
+from pav.results import HostRecord
 
 RESOURCE = {"PyTorchJob": "pytorchjobs.kubeflow.org", "MPIJob": "mpijobs.kubeflow.org"}
 CONTAINER = {"PyTorchJob": {"worker": "pytorch"}, "MPIJob": {"launcher": "launcher", "worker": "worker"}}
@@ -27,6 +28,7 @@ class PodState:
     role: str  # launcher | worker
     phase: str  # Pending | Running | Succeeded | Failed | Unknown
     reason: str = ""  # why it waits or failed (ImagePullBackOff, OOMKilled, Unschedulable, ...)
+    node: str = ""  # the Kubernetes node it was scheduled on
 
 
 def job_state(job: dict[str, Any]) -> str:
@@ -46,7 +48,8 @@ def pod_states(pods: dict[str, Any]) -> list[PodState]:
         name = pod["metadata"]["name"]
         role = "launcher" if "-launcher" in name else "worker"
         status = pod.get("status") or {}
-        states.append(PodState(name, role, status.get("phase", "Unknown"), _reason(status)))
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        states.append(PodState(name, role, status.get("phase", "Unknown"), _reason(status), node))
     return sorted(states, key=lambda p: (p.role != "launcher", p.name))
 
 
@@ -126,6 +129,20 @@ def collect(kubectl: Kubectl, job: Job, pods: list[PodState], run_dir: Path) -> 
         save_log(launch, job, pod, log, run_dir)
     launch.members = [p.name for p in pods if p.role == "worker"]
     return launch
+
+
+POD_STATUS = {"Succeeded": "ok", "Failed": "failed"}
+
+
+def host_records(job: Job, pods: list[PodState]) -> dict[str, HostRecord]:
+    """results.json's hosts on k8s: one per pod, with the node it ran on (what a bad-node hunt needs)."""
+    return {pod.name: _host_record(job, pod) for pod in pods}
+
+
+def _host_record(job: Job, pod: PodState) -> HostRecord:
+    k8s = {"node": pod.node, "job": job.name, "kind": job.kind, "role": pod.role, "phase": pod.phase,
+           "reason": pod.reason}  # fmt: skip
+    return HostRecord(pod.name, pod.node, POD_STATUS.get(pod.phase, "unknown"), facts={"k8s": k8s})
 
 
 def save_log(launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path) -> None:

@@ -88,6 +88,7 @@ def validate_stage(ctx: RunContext) -> str:
         jobs.submit(kube, by_test[job.test])
         state, pods = jobs.follow(kube, job)
         ctx.launches.append(jobs.collect(kube, job, pods, ctx.run_dir))
+        ctx.results.hosts |= jobs.host_records(job, pods)
         if state == "Timeout":
             kube.run("delete", jobs.RESOURCE[job.kind], job.name, "--ignore-not-found", check=False)
     return f"{len(planned)} job(s) ran; logs under {Path('k8s')}/, results under hosts/"
