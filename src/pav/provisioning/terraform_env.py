@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ class TerraformEnv:
     root: Path
     state: Path
     max_hours: int | None = None  # --max-hours: the pav-expires-at label's lifetime, over the values file's
-    silent: dict[str, str] = field(default_factory=dict)  # hosts that never answered SSH -> why
 
     @classmethod
     def for_env(cls, name: str, root: Path, max_hours: int | None = None) -> TerraformEnv:
@@ -67,9 +66,11 @@ class TerraformEnv:
     def private_key(self) -> Path:
         return sim.private_key(self.state)
 
-    def apply(self, hosts: int, ssh_timeout_s: float, allow_missing: int = 0) -> list[ProvisionedHost]:
-        """Create the hosts and wait for them; up to allow_missing may never answer (the run then goes on
-        without them: configure finds them unreachable)."""
+    def apply(
+        self, hosts: int, ssh_timeout_s: float, allow_missing: int = 0
+    ) -> tuple[list[ProvisionedHost], dict[str, str]]:
+        """Create the hosts and wait for them; up to allow_missing may never answer (returned, name -> why:
+        the run goes on without them, configure finds them unreachable)."""
         variables = self.variables(hosts)  # first: missing credentials or values stop the run before init
         tf = self.terraform
         tf.init()
@@ -77,11 +78,11 @@ class TerraformEnv:
         tf.apply(variables)
         provisioned = parse_hosts(tf.outputs())
         key = self.private_key()
-        self.silent = wait_and_pin(provisioned, key, self.known_hosts, ssh_timeout_s, allow_missing)
+        silent = wait_and_pin(provisioned, key, self.known_hosts, ssh_timeout_s, allow_missing)
         if self.nebius:
-            answered = [h for h in provisioned if h.name not in self.silent]
-            nebius.wait_cloud_init(answered, self.private_key(), self.known_hosts, ssh_timeout_s)
-        return provisioned
+            answered = [h for h in provisioned if h.name not in silent]
+            nebius.wait_cloud_init(answered, key, self.known_hosts, ssh_timeout_s)
+        return provisioned, silent
 
     def current_hosts(self) -> list[ProvisionedHost]:
         outputs = self.terraform.outputs()

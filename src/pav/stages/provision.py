@@ -24,11 +24,11 @@ def run(ctx: RunContext) -> str:
     # Recorded before apply: a create that fails midway still leaves resources teardown must destroy.
     ctx.provisioned["terraform"] = str(env.state)
     count = ctx.options.hosts or ctx.settings.hosts
-    created = env.apply(count, ctx.settings.ssh_timeout_s, ctx.options.allow_missing)
+    created, silent = env.apply(count, ctx.settings.ssh_timeout_s, ctx.options.allow_missing)
     ctx.inventory_file = write_generated(env.inventory_hosts(created), ctx.env.inventory_dir, _inv_dir(ctx))
-    up = [h.name for h in created if h.name not in env.silent]
-    silent = f"; never answered SSH: {', '.join(env.silent)} (--allow-missing)" if env.silent else ""
-    return f"{len(up)} host(s) up: {', '.join(up)}{silent} (state in {env.state})"
+    up = [h.name for h in created if h.name not in silent]
+    dropped = f"; never answered SSH: {', '.join(silent)} (--allow-missing)" if silent else ""
+    return f"{len(up)} host(s) up: {', '.join(up)}{dropped} (state in {env.state})"
 
 
 def resolve(ctx: RunContext) -> None:
