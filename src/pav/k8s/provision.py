@@ -75,15 +75,13 @@ def apply(env: EnvSpec, workers: int, run_id: str, max_hours: int | None = None)
     _, data = values(env, os.environ)
     variables = {
         "name_prefix": f"pav-{hashlib.sha256(str(state.resolve()).encode()).hexdigest()[:6]}",
-        "max_lifetime_hours": nebius.DEFAULT_LIFETIME_HOURS,
         **data,
+        "max_lifetime_hours": nebius.lifetime_hours(data, max_hours),
         "node_count": workers,
         "ssh_public_key": nebius.ssh_public_key(state, env.name),
         "run_id": run_id,
         "nebius_auth": auth,
     }
-    if max_hours is not None:
-        variables["max_lifetime_hours"] = max_hours
     tf = Terraform(env.terraform_dir, state)
     tf.init()
     tf.apply(variables)

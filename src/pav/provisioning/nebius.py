@@ -107,6 +107,11 @@ def tfvars_path(env_name: str, env: Mapping[str, str]) -> Path:
     return Path(explicit) if explicit else paths.INVENTORIES / env_name / "terraform.yml"
 
 
+def lifetime_hours(user: Mapping[str, Any], max_hours: int | None) -> Any:
+    """What the pav-expires-at label counts from creation: --max-hours, else the values file's, else 12."""
+    return max_hours if max_hours is not None else user.get("max_lifetime_hours", DEFAULT_LIFETIME_HOURS)
+
+
 def variables(
     state_dir: Path,
     env_name: str,
@@ -115,6 +120,7 @@ def variables(
     *,
     run_id: str | None = None,
     environ: Mapping[str, str] | None = None,
+    max_hours: int | None = None,
 ) -> dict[str, Any]:
     """The env root's variables: the user's values, plus what the driver owns. Never a credential."""
     env = os.environ if environ is None else environ
@@ -128,8 +134,8 @@ def variables(
     return {
         # Two state dirs in one project must not collide on names (VMs, disks, networks).
         "name_prefix": f"pav-{digest[:6]}",
-        "max_lifetime_hours": DEFAULT_LIFETIME_HOURS,
         **user,
+        "max_lifetime_hours": lifetime_hours(user, max_hours),
         "node_count": hosts,
         "ssh_public_key": ssh_public_key(state_dir, env_name),
         "run_id": run_id or f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{env_name}",

@@ -45,7 +45,7 @@ class TerraformEnv:
         if self.name == "sim":
             return sim.variables(self.state, hosts)
         if self.nebius:
-            return self._lifetime(nebius.variables(self.state, self.name, hosts))
+            return nebius.variables(self.state, self.name, hosts, max_hours=self.max_hours)
         raise PavError(f"env {self.name}: no Terraform variables are defined for it in pav.provisioning")
 
     def preview_variables(self, hosts: int) -> dict[str, Any]:
@@ -56,12 +56,9 @@ class TerraformEnv:
             nebius.check_credentials(os.environ)
             path = nebius.tfvars_path(self.name, os.environ)
             user = nebius.load_user_values(path, self.name)
-            values = {"max_lifetime_hours": nebius.DEFAULT_LIFETIME_HOURS, **user, "node_count": hosts}
-            return self._lifetime({**values, "values_file": str(path)})
+            lifetime = nebius.lifetime_hours(user, self.max_hours)
+            return {**user, "max_lifetime_hours": lifetime, "node_count": hosts, "values_file": str(path)}
         return self.variables(hosts)
-
-    def _lifetime(self, values: dict[str, Any]) -> dict[str, Any]:
-        return values if self.max_hours is None else {**values, "max_lifetime_hours": self.max_hours}
 
     def private_key(self) -> Path:
         return sim.private_key(self.state)
