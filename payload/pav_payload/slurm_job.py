@@ -1,7 +1,7 @@
 """Submit one job script with sbatch, wait for its end, and leave what the driver judges in --out.
 
-``python -m pav_payload.slurm_job --script S --out results/TEST [--gather DIR] [--env NAME=VALUE]``, run
-on a node of the cluster by the run_tests role like any launch. It writes, in --out:
+``python -m pav_payload.slurm_job --script S --out results/TEST [--gather DIR]``, run on a node of the
+cluster by the run_tests role like any launch. It writes, in --out:
 
 - slurm.json: job id, state, exit code, node list, the paths of the script and log (schema in
   docs/results.md, test field ``slurm``)
@@ -145,12 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for slurm.json, job.log, reports")
     parser.add_argument("--gather", type=Path, help="folder whose rank reports are moved into --out")
     parser.add_argument("--mkdir", type=Path, action="append", default=[], help="folder to make first")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set for the job")
     parser.add_argument("--poll-s", type=float, default=1.0)
     args = parser.parse_args(argv)
-    for setting in args.env:
-        name, _, value = setting.partition("=")
-        os.environ[name] = value  # sbatch passes the environment it was started in to the job
     for folder in [args.out, *args.mkdir]:
         folder.mkdir(parents=True, exist_ok=True)
     # The job's tasks run this Python too (the job script calls "$PAV_PYTHON"), wherever they land.

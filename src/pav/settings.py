@@ -30,7 +30,7 @@ class Settings:
     platform: str = "hosts"  # hosts: Ansible over SSH; k8s: PyTorchJob/MPIJob (docs/kubernetes.md)
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
-    slurm_mpi: str = "pmix"  # srun --mpi=THIS starts MPI tests' ranks under --launcher slurm
+    slurm_mpi: str = "pmix"  # srun --mpi=THIS starts nccl-tests' ranks across nodes under --launcher slurm
 
     def timeout_for(self, test: str) -> int:
         """Seconds a launch of this test may run before it is killed on every host."""

@@ -1,6 +1,6 @@
 """--env sim --launcher slurm: the slurm role brings up slurmctld + slurmd + munged on 2 sim hosts, the
-env's own test list runs as Slurm jobs (the payload's multi-host run sbatch -> srun -> torchrun, the MPI
-allreduce srun --mpi=pmix), Slurm's own checks run, a rank that exits non-zero fails the job and the
+env's own test list runs as Slurm jobs (the payload's multi-host run sbatch -> srun -> torchrun),
+Slurm's own checks run, a rank that exits non-zero fails the job and the
 verdict, and teardown leaves no daemon behind."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from tests.sim.leftovers import alive, leftovers, slurm_daemons
 pytestmark = pytest.mark.slow
 
 MULTI = "torch_gloo_collectives_multi"
-MPI = "mpi_allreduce"
 FAULT = "fault_rank_exit_multi"
 
 
@@ -75,15 +74,6 @@ def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
     script = (runs.healthy_dir / "slurm" / f"{MULTI}.sbatch").read_text()
     assert "#SBATCH --nodes=2" in script and "#SBATCH --exclusive" in script
     assert "srun --kill-on-bad-exit=1 --ntasks-per-node=1" in script
-
-
-def test_mpi_ranks_are_started_by_srun_across_both_nodes(runs: SlurmRuns) -> None:
-    results = runs.results(runs.healthy_dir)
-    test = by_name(results)[MPI]
-    assert test["status"] == "pass" and test["slurm"]["state"] == "COMPLETED", test
-    assert test["metrics"]["world_size"] == 4 and set(test["metrics"]["hosts"]) == set(results["hosts"])
-    script = (runs.healthy_dir / "slurm" / f"{MPI}.sbatch").read_text()
-    assert "srun --mpi=pmix" in script and "pav-mpirun" not in script
 
 
 def test_slurm_checks_run_as_tests(runs: SlurmRuns) -> None:

@@ -6,9 +6,10 @@
   the shared filesystem (pav_shared_dir) and are gathered on the submitting (first) host
 - a Slurm check (catalog launcher "slurm"): a job whose every task runs pav_payload.slurm_check, or, for
   slurm_cluster_state, that check run on the first host before any job
-- an MPI test spanning hosts (mpi_allreduce, nccl-tests across nodes): one job over every node, a rank per
-  CPU process or GPU, started by `srun --mpi=PMI` (pav_slurm_mpi) instead of mpirun over SSH; rank 0's
-  report goes to the shared filesystem like a torchrun job's, nccl-tests' table to the job log
+- nccl-tests across nodes: one job over every node, a rank per GPU, started by `srun --mpi=PMI`
+  (pav_slurm_mpi) instead of mpirun over SSH; its table goes to the job log
+- mpi_allreduce keeps mpirun over SSH: under srun --mpi=pmix on the sim its ranks once died in Open MPI's
+  shared-memory setup (docs/slurm.md), so that path is kept to the MPI program nccl-tests needs it for
 
 Every job becomes a Launch whose argv, on the submitting host, is pav_payload.slurm_job (submit, wait,
 record); run_tests runs it like any launch, with the launch's timeout.
@@ -20,14 +21,14 @@ import shlex
 from pathlib import Path
 
 from pav.catalog import CATALOG, TestSpec
-from pav.launches import MPI_BIN_DIR, PYTHON, HostView, Launch, plan_launches
+from pav.launches import PYTHON, HostView, Launch, plan_launches
 from pav.results import TestResult
 from pav.settings import Settings
 from pav.slurm.jobs import Job, minutes_for, write
 
 # Slurm's own checks, run first in this order whenever the launcher is slurm.
 CHECKS = ("slurm_cluster_state", "slurm_cpu_binding", "slurm_gpu_binding", "slurm_shared_fs")
-MPI_LAUNCHERS = ("mpirun", "nccl_tests")  # their cluster-scope launches are MPI programs
+SRUN_MPI_LAUNCHERS = ("nccl_tests",)  # cluster-scope MPI programs srun starts (see the docstring)
 CHECK_ARGS = {"slurm_cpu_binding": "cpu-binding", "slurm_gpu_binding": "gpu-binding",
               "slurm_shared_fs": "shared-fs"}  # fmt: skip
 
@@ -56,10 +57,12 @@ def plan_slurm(
         direct, skips = plan_launches([spec], hosts, settings, run_id)
         skipped += skips
         for launch in direct:
-            if launch.scope == "host":
+            if launch.launcher == "mpirun":
+                launches.append(launch)
+            elif launch.scope == "host":
                 launches.append(planner.host_jobs(spec, launch))
             else:
-                make = planner.mpi_job if spec.launcher in MPI_LAUNCHERS else planner.cluster_job
+                make = planner.mpi_job if spec.launcher in SRUN_MPI_LAUNCHERS else planner.cluster_job
                 launch_or_skip = make(spec, launch)
                 if isinstance(launch_or_skip, Launch):
                     launches.append(launch_or_skip)
@@ -79,9 +82,8 @@ class _Planner:
 
     def _launch(self, spec: TestSpec, job: Job, ranks: int, host: HostView, gather: bool) -> Launch:
         write(job, self.run_dir)
-        # The MPI bin dir is where the mpi role put its programs on every host; run_tests fills it in.
         argv = [PYTHON, "-m", "pav_payload.slurm_job", "--script", f"slurm/{job.name}.sbatch",
-                "--out", f"results/{spec.name}", "--env", f"PAV_MPI_BIN_DIR={MPI_BIN_DIR}"]  # fmt: skip
+                "--out", f"results/{spec.name}"]  # fmt: skip
         if gather:
             argv += ["--mkdir", job.workdir, "--mkdir", job.out, "--gather", job.out]
         # sbatch exports the submitting environment to every task, the test's own (NCCL_ALGO=Ring) with it.
@@ -138,15 +140,13 @@ class _Planner:
         argv = next(iter(direct.argv_by_host.values()))
         program = argv[argv.index("-np") + 2 :]  # after pav-mpirun -np N
         out = f"{self.shared_run}/{spec.name}"
-        if spec.launcher == "mpirun":
-            program = [*program[: program.index("--out")], "--out", out, "--test-id", spec.name]
         tasks = min(h.gpus for h in self.hosts) if spec.needs_gpu else self.settings.cpu_procs_per_host
         job = Job(
             name=spec.name, test=spec.name, template="cluster_mpi", nodes=len(self.hosts),
             tasks_per_node=tasks, cpus_per_task=max(1, min(_cpus(h) for h in self.hosts) // tasks),
             gpus_per_node=tasks if spec.needs_gpu else 0, minutes=minutes_for(direct.timeout_s),
             workdir=self.shared_run, log=f"{out}/job-%j.out", out=out,
-            extra={"mpi": self.settings.slurm_mpi, "command": _expand_mpi_bin(program)},
+            extra={"mpi": self.settings.slurm_mpi, "command": " ".join(map(shlex.quote, program))},
         )  # fmt: skip
         launch = self._launch(spec, job, 1, self.submit, gather=True)
         launch.members = list(direct.members)
@@ -197,15 +197,6 @@ def _node_name(host: HostView) -> str:
 
 def _expand_python(argv: list[str]) -> str:
     return " ".join('"$PAV_PYTHON"' if a == "$PAV_PYTHON" else shlex.quote(a) for a in argv)
-
-
-def _expand_mpi_bin(argv: list[str]) -> str:
-    """The command line, with the mpi role's bin dir as the job's $PAV_MPI_BIN_DIR (it differs per env)."""
-    prefix = f"{MPI_BIN_DIR}/"
-    return " ".join(
-        f'"$PAV_MPI_BIN_DIR"/{shlex.quote(a[len(prefix) :])}' if a.startswith(prefix) else shlex.quote(a)
-        for a in argv
-    )
 
 
 def _no_shared(spec: TestSpec, names: list[str]) -> TestResult:
