@@ -38,6 +38,8 @@ class TestSpec:
     procs: int | None = None  # processes per host; None: every GPU (GPU tests) or pav_cpu_procs_per_host
     env: dict[str, str] = field(default_factory=dict)  # set for every process of the launch
     gates_of: str = ""  # judge by another test's gates (test-only variants of a real test)
+    # GPUs a host needs: two ranks of a collective or DDP on one GPU prove nothing (and NCCL refuses them).
+    min_gpus: int = 1
 
 
 CATALOG: dict[str, TestSpec] = {
@@ -57,7 +59,7 @@ CATALOG: dict[str, TestSpec] = {
             "torchrun",
             "host",
             False,
-            ("train", "--model", "mlp", "--mode", "ddp", "--steps", "20"),
+            ("train", "--model", "mlp", "--mode", "ddp", "--steps", "20", "--backend", "gloo"),
         ),
         TestSpec(
             "torch_gloo_collectives_multi",
@@ -81,7 +83,7 @@ CATALOG: dict[str, TestSpec] = {
             "torchrun",
             "cluster",
             False,
-            ("train", "--model", "mlp", "--mode", "ddp", "--steps", "20"),
+            ("train", "--model", "mlp", "--mode", "ddp", "--steps", "20", "--backend", "gloo"),
         ),
         TestSpec(
             "mpi_allreduce",
@@ -98,6 +100,7 @@ CATALOG: dict[str, TestSpec] = {
             "host",
             True,
             ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
+            min_gpus=2,
         ),
         TestSpec(
             "torch_nccl_collectives",
@@ -106,6 +109,7 @@ CATALOG: dict[str, TestSpec] = {
             "host",
             True,
             ("collectives", "--backend", "nccl", "--ops", OTHER_OPS, "--sizes", BIG_SIZES),
+            min_gpus=2,
         ),
         TestSpec(
             "torch_nccl_latency",
@@ -126,6 +130,16 @@ CATALOG: dict[str, TestSpec] = {
                 "--iters",
                 "50",
             ),
+            min_gpus=2,
+        ),
+        TestSpec(
+            "gpu_probe",
+            "all GPUs of a host at once: bf16 GEMM, HBM copy, host<->device copy; then each GPU pair's copy",
+            "torchrun",
+            "host",
+            True,
+            ("probe",),
+            procs=1,  # one process drives every GPU, so all run at once and each pair is measured alone
         ),
         TestSpec(
             "train_gpu_single",
@@ -143,6 +157,7 @@ CATALOG: dict[str, TestSpec] = {
             "host",
             True,
             ("train", "--mode", "ddp", *GPU_MODEL),
+            min_gpus=2,
         ),
         TestSpec(
             "train_gpu_resnet50_single",
@@ -160,6 +175,7 @@ CATALOG: dict[str, TestSpec] = {
             "host",
             True,
             ("train", "--mode", "ddp", *RESNET_MODEL),
+            min_gpus=2,
         ),
         TestSpec(
             "train_gpu_fsdp",
@@ -179,6 +195,7 @@ CATALOG: dict[str, TestSpec] = {
                 "--steps",
                 "30",
             ),
+            min_gpus=2,
         ),
         TestSpec(
             "torch_nccl_allreduce_multi",
@@ -206,6 +223,7 @@ CATALOG: dict[str, TestSpec] = {
                 "host",
                 True,
                 (f"{op}_perf", *NCCL_TESTS_SWEEP),
+                min_gpus=2,
             )
             for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast")
         ),

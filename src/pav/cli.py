@@ -18,7 +18,8 @@ EXIT_HELP = (
     "exit codes: 0 PASS, 1 FAIL, 2 could not run (bad input, unreachable host, missing tool), "
     "130/143 interrupted (SIGINT/SIGTERM; teardown still ran). "
     "Other commands: provision-and-validate check-nccl LOG... (grade nccl-tests logs), "
-    "provision-and-validate history --env NAME (what got worse since earlier runs); each takes --help"
+    "provision-and-validate history --env NAME (what got worse since earlier runs), "
+    "provision-and-validate gates --results RUN/results.json (the gates its facts derive); each takes --help"
 )
 
 
@@ -204,7 +205,19 @@ def history(argv: list[str]) -> int:
     return command.run(parser.parse_args(argv))
 
 
-SUBCOMMANDS = {"check-nccl": check_nccl, "history": history}
+def gates(argv: list[str]) -> int:
+    from pav.commands import gates as command
+
+    parser = argparse.ArgumentParser(
+        prog="provision-and-validate gates",
+        description="Print the gates a results.json's host facts derive: limit, fraction, source facts.",
+        epilog="exit: 0 every gate derived, 1 a fact is missing, 2 the file cannot be read",
+    )
+    command.add_arguments(parser)
+    return command.run(parser.parse_args(argv))
+
+
+SUBCOMMANDS = {"check-nccl": check_nccl, "history": history, "gates": gates}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -157,6 +157,8 @@ def summarize(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         out.update(_collective_summary(ranks))
     elif first.get("kind") == "train":
         out.update(_train_summary(ranks))
+    elif first.get("kind") == "probe":  # one process measured every GPU of its host
+        out.update({k: v for k, v in first.get("metrics", {}).items() if k != "sizes"})
     elif first.get("kind") == "slurm_check":
         out["mismatches"] = sum(int(r.get("metrics", {}).get("mismatches", 0)) for r in ranks)
     return out

@@ -94,6 +94,10 @@ def _host_plan(spec: TestSpec, host: HostView, settings: Settings) -> list[str] 
     """The argv this host runs for a host-scope test, or the result that stands in for running it."""
     if spec.needs_gpu and host.gpus == 0:
         return TestResult(spec.name, [host.name], "skipped", "no GPU")
+    if spec.needs_gpu and host.gpus < spec.min_gpus:
+        # One rank has no peer: its collective bus bandwidth is not applicable, never a number.
+        why = f"needs {spec.min_gpus} GPUs, the host has {host.gpus}: one rank's busbw is not applicable"
+        return TestResult(spec.name, [host.name], "skipped", why)
     argv = _host_argv(spec, _procs(spec, host, settings))
     if spec.launcher == "nccl_tests":
         found = host.facts.get("nccl_tests", {})

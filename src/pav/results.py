@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 TestStatus = Literal["pass", "fail", "skipped", "error"]
 StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
@@ -73,6 +73,7 @@ class RunResults:
     timing: dict[str, float] = field(default_factory=dict)  # run wall time split into tests and orchestration
     isolation: dict[str, Any] = field(default_factory=dict)  # suspect hosts and the re-runs that name them
     history: dict[str, Any] = field(default_factory=dict)  # vs earlier runs of the env (reporting/history.py)
+    gates: dict[str, Any] = field(default_factory=dict)  # per GPU host: facts the derived gates came from
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

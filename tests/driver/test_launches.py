@@ -79,3 +79,20 @@ def test_inter_node_nccl_tests_need_an_mpi_build() -> None:
         catalog.select(["nccl_tests_all_reduce_multi"]), nccl_hosts(2, mpi=False), Settings(), "r"
     )
     assert launches == [] and error.status == "error" and "nccl_tests_mpi: true" in error.reason
+
+
+def test_a_one_gpu_host_skips_multi_rank_gpu_tests_and_runs_the_probe() -> None:
+    names = ["gpu_probe", "train_gpu_single", "torch_nccl_allreduce", "train_gpu_ddp", "nccl_tests_sendrecv"]
+    launches, skipped = plan_launches(catalog.select(names), hosts(1, gpus=1), Settings(), "r")
+    assert [launch.test for launch in launches] == ["gpu_probe", "train_gpu_single"]
+    assert launches[0].ranks_by_host == {"h0": 1}
+    assert {s.name: s.status for s in skipped} == dict.fromkeys(names[2:], "skipped")
+    assert all("needs 2 GPUs, the host has 1" in s.reason for s in skipped)
+
+
+def test_cpu_tests_stay_on_gloo_on_a_gpu_host() -> None:
+    # Two NCCL ranks on a 1-GPU host fail with "Duplicate GPU detected"; CPU tests must not pick NCCL.
+    for name in ("ddp_cpu_train", "torch_gloo_allreduce"):
+        [launch], _ = plan_launches(catalog.select([name]), hosts(1, gpus=1), Settings(), "r")
+        argv = launch.argv_by_host["h0"]
+        assert argv[argv.index("--backend") + 1] == "gloo"

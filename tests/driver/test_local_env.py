@@ -22,7 +22,7 @@ def test_exits_zero_with_pass(local_run: tuple[int, Path, str]) -> None:
     rc, run_dir, output = local_run
     assert rc == 0, output
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["schema_version"] == "1.0"
+    assert results["schema_version"] == "1.1"
     assert results["verdict"] == "PASS"
     assert [s["name"] for s in results["stages"]] == [
         "provision", "configure", "validate", "collect", "isolate", "report", "teardown",
@@ -63,7 +63,7 @@ def test_artifacts_and_junit(local_run: tuple[int, Path, str]) -> None:
     results = (run_dir / "hosts" / "localhost" / "results").iterdir()
     assert {p.name for p in results} == {"torch_gloo_allreduce", "ddp_cpu_train"}
     junit = (run_dir / "junit.xml").read_text()
-    assert 'tests="16"' in junit and 'skipped="14"' in junit and 'failures="0"' in junit
+    assert 'tests="17"' in junit and 'skipped="15"' in junit and 'failures="0"' in junit
 
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pav import catalog, paths
-from pav.derive import split_gates
+from pav.thresholds.scaling import split_gates
 from pav.errors import PavError
 from pav.evaluate import evaluate_launch
 from pav.k8s import jobs, render

@@ -16,7 +16,7 @@ H100 = str(FIXTURES / "oci_h100_2node_all_reduce_perf.txt")
 A100 = str(FIXTURES / "oci_a100_1node_all_reduce_perf.txt")
 WRONG = str(FIXTURES / "olivia_gh200_wrong_all_reduce_perf.txt")
 REPORT = str(FIXTURES / "synthetic_h100_2node_all_reduce_perf.json")
-RECORD_KEYS = {"file", "op", "status", "reason", "rows", "avg_busbw_gbps", "devices"}
+RECORD_KEYS = {"file", "op", "status", "reason", "rows", "avg_busbw_gbps", "busbw_applicable", "devices"}
 ROW_KEYS = {"size_bytes", "count", "type", "wrong", "out_of_place", "in_place"}
 PLACEMENT_KEYS = {"time_us", "algbw_gbps", "busbw_gbps"}
 DEVICE_KEYS = {"rank", "host", "device", "name"}
@@ -134,3 +134,16 @@ def test_bad_profile_section_exits_2(
 
 def _known_profiles() -> str:
     return ", ".join(sorted(p.stem for p in paths.THRESHOLDS.glob("*.yml")))
+
+
+def test_one_rank_has_no_bus_bandwidth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The real 8-rank A100 log cut down to its first rank: nccl-tests prints a copy-to-itself busbw there.
+    real = (FIXTURES / "oci_a100_1node_all_reduce_perf.txt").read_text().splitlines()
+    one = [ln for ln in real if "Rank" not in ln or "Rank  0 " in ln]
+    log = tmp_path / "one_rank.txt"
+    log.write_text("\n".join(one) + "\n")
+    assert check(str(log), "--json") == 0
+    [rec] = json.loads(capsys.readouterr().out)
+    assert rec["busbw_applicable"] is False and rec["avg_busbw_gbps"] is None
+    assert rec["rows"][0]["out_of_place"]["busbw_gbps"] is None
+    assert rec["rows"][0]["out_of_place"]["algbw_gbps"] == 132.69

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pav.commands.check_nccl import load_gates
+from pav.thresholds import load_gates
 from pav.evaluate import evaluate_launch
 from pav.launches import Launch
 from pav.reporting import html

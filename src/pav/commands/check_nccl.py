@@ -14,10 +14,9 @@ from typing import Any
 
 from pav.errors import PavError
 from pav.nccl_tests import record
-from pav.nccl_tests.grade import Gate, Grade, grade, parse_gates, size_label
+from pav.nccl_tests.grade import Gate, Grade, grade, size_label
 from pav.nccl_tests.parse import NcclLog, Placement, Row, read_log
-from pav.thresholds import profile_path
-from pav.yamlfile import load_mapping
+from pav.thresholds import load_gates
 
 EXIT_PASS, EXIT_FAIL, EXIT_UNREADABLE = 0, 1, 2
 # Bus bandwidth (GB/s) is the number people compare with NVLink and NIC line rates, so the table shows it.
@@ -47,17 +46,6 @@ def run(args: argparse.Namespace) -> int:
             if log is not None:
                 print(render(rec, log, result))
     return _exit(records)
-
-
-def load_gates(profile: str, section: str = "nccl_tests") -> dict[str, list[Gate]]:
-    """The profile's nccl-tests gates, on top of the ones of the profile it extends.
-
-    ``section`` is ``nccl_tests`` (one host's GPUs) or ``nccl_tests_inter_node`` (ranks across hosts).
-    """
-    path = profile_path(profile)
-    data = load_mapping(path)
-    base = load_gates(str(data["extends"]), section) if data.get("extends") else {}
-    return base | parse_gates(data.get(section), str(path))
 
 
 def _check(path: Path, gates: Mapping[str, Sequence[Gate]]) -> tuple[Path, NcclLog | None, Grade]:

@@ -13,7 +13,12 @@ from pav.nccl_tests.parse import NcclLog, Placement
 
 
 def record(path: str, log: NcclLog | None, grade: Grade) -> dict[str, Any]:
-    """One log's result; log is None for a file that could not be read (status "error")."""
+    """One log's result; log is None for a file that could not be read (status "error").
+
+    A single rank moves no data between GPUs: its bus bandwidth is null ("busbw_applicable": false),
+    never the copy-to-itself figure nccl-tests prints (hundreds of TB/s).
+    """
+    single = log is not None and len(log.devices) == 1
     return {
         "file": path,
         "op": log.op if log else None,
@@ -25,12 +30,13 @@ def record(path: str, log: NcclLog | None, grade: Grade) -> dict[str, Any]:
                 "count": row.count,
                 "type": row.type,
                 "wrong": row.wrong,
-                "out_of_place": _placement(row.out_of_place),
-                "in_place": _placement(row.in_place),
+                "out_of_place": _placement(row.out_of_place, single),
+                "in_place": _placement(row.in_place, single),
             }
             for row in (log.rows if log else [])
         ],
-        "avg_busbw_gbps": log.avg_busbw_gbps if log else None,
+        "avg_busbw_gbps": log.avg_busbw_gbps if log and not single else None,
+        "busbw_applicable": not single,
         "devices": [
             {"rank": d.rank, "host": d.host, "device": d.device, "name": d.name}
             for d in (log.devices if log else [])
@@ -38,11 +44,11 @@ def record(path: str, log: NcclLog | None, grade: Grade) -> dict[str, Any]:
     }
 
 
-def _placement(placement: Placement | None) -> dict[str, float | None] | None:
+def _placement(placement: Placement | None, single: bool) -> dict[str, float | None] | None:
     if placement is None:
         return None
     return {
         "time_us": placement.time_us,
         "algbw_gbps": placement.algbw_gbps,
-        "busbw_gbps": placement.busbw_gbps,
+        "busbw_gbps": None if single else placement.busbw_gbps,
     }

@@ -30,13 +30,28 @@ def render(results: RunResults) -> str:
         ),
         "",
     ]
-    lines += _suspects(results) + _cross_check(results) + _timing(results)
+    lines += _gates(results) + _suspects(results) + _cross_check(results) + _timing(results)
     counts = count_statuses(results.tests)
     lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in counts.items()))
     if results.error:
         lines.append(f"error: {results.error}")
     lines.append(f"VERDICT: {results.verdict}")
     return "\n".join(lines) + "\n"
+
+
+def _gates(results: RunResults) -> list[str]:
+    """Per GPU host: derived performance gates, turned off on purpose, or the facts they lack."""
+    lines = []
+    for host, rec in results.gates.items():
+        if not rec.get("derived"):
+            lines.append(f"gates {host}: {rec.get('note', 'no performance gates')}")
+            continue
+        used = rec.get("facts_used", {})
+        lines.append(
+            f"gates {host}: derived from {used.get('gpus')}x {used.get('gpu_model')} ({used.get('source')})"
+        )
+        lines += [f"  MISSING {fact}" for fact in rec.get("missing", [])]
+    return [*lines, ""] if lines else []
 
 
 def _cross_check(results: RunResults) -> list[str]:

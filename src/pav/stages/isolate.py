@@ -11,7 +11,6 @@ from dataclasses import replace
 
 from pav import catalog
 from pav.context import RunContext
-from pav.derive import split_gates
 from pav.errors import PavError
 from pav.evaluate import evaluate_group
 from pav.isolation import Step, Suspect, merge, pairs_first, to_record
@@ -19,6 +18,7 @@ from pav.launches import Launch, cluster_launch
 from pav.results import TestResult
 from pav.stages import collect, report, validate
 from pav.thresholds import Gate, load_profile
+from pav.thresholds.scaling import split_gates
 
 FAILED = ("fail", "error")
 # Launches whose every host runs torchrun: each pair gets its own rendezvous. mpirun tests start from one

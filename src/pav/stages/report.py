@@ -9,15 +9,15 @@ from datetime import datetime
 from typing import Any
 
 from pav import interrupts, scrub
-from pav.commands.check_nccl import load_gates
 from pav.context import RunContext
-from pav.derive import add_scaling, split_gates
 from pav.evaluate import evaluate_launch
 from pav.reporting import history, html, junit, summary
 from pav.reporting.compare import cross_check
-from pav.results import RunResults, utc_now, verdict_of
+from pav.results import RunResults, TestResult, utc_now, verdict_of
 from pav.slurm.record import attach_jobs
-from pav.thresholds import auto_profile, load_profile
+from pav.thresholds import auto_profile, load_gates, load_profile
+from pav.thresholds.apply import apply_derived, gates_record
+from pav.thresholds.scaling import add_scaling, split_gates
 
 
 def judge(ctx: RunContext) -> None:
@@ -54,10 +54,15 @@ def judge_launches(ctx: RunContext) -> None:
     if interrupts.requested():  # launches the signal cut short left no launcher.rc to collect
         lost = {h: f"the run was {ctx.results.error}" for launch in ctx.launches for h in launch.hosts}
     lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
+    judged: list[TestResult] = []
     for launch in ctx.launches:
         measured, ctx.derived_gates[launch.test] = split_gates(gates.get(launch.gates_of or launch.test, []))
-        judged = evaluate_launch(launch, ctx.run_dir, measured, nccl_gates[launch.scope], lost)
-        ctx.results.tests.extend(attach_jobs(judged, launch, ctx.run_dir))
+        found = evaluate_launch(launch, ctx.run_dir, measured, nccl_gates[launch.scope], lost)
+        judged += attach_jobs(found, launch, ctx.run_dir)
+    # The gates the hosts' facts derive, under the profile's own: chosen `gpu-correctness` turns them off.
+    apply_derived(judged, ctx.results.hosts, ctx.settings.threshold_profile)
+    ctx.results.tests.extend(judged)
+    ctx.results.gates = gates_record(ctx.results.tests, ctx.results.hosts, ctx.settings.threshold_profile)
     ctx.launches = []
 
 

@@ -1,4 +1,5 @@
-"""Threshold profiles (thresholds/NAME.yml): gates on a test's metrics, each a min and/or max."""
+"""Threshold profiles (thresholds/NAME.yml): gates on a test's metrics, each a min and/or max, and the
+profile's nccl-tests gates per collective."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 from pav import paths
 from pav.errors import PavError
+from pav.nccl_tests.grade import Gate as NcclGate
+from pav.nccl_tests.grade import parse_gates
 from pav.yamlfile import load_mapping
 
 
@@ -101,3 +104,14 @@ def _gate(path: Any, test: str, raw: Any) -> Gate:
         )
     except (TypeError, ValueError):
         raise PavError(f"{path}: gate {raw.get('metric')} of {test}: min/max must be numbers") from None
+
+
+def load_gates(profile: str, section: str = "nccl_tests") -> dict[str, list[NcclGate]]:
+    """The profile's nccl-tests gates, on top of the ones of the profile it extends.
+
+    ``section`` is ``nccl_tests`` (one host's GPUs) or ``nccl_tests_inter_node`` (ranks across hosts).
+    """
+    path = profile_path(profile)
+    data = load_mapping(path)
+    base = load_gates(str(data["extends"]), section) if data.get("extends") else {}
+    return base | parse_gates(data.get(section), str(path))

@@ -1,0 +1,94 @@
+"""gates --results RUN/results.json [--json]: the gates that file's host facts derive, host by host.
+
+Each gate with its limit, fraction and the facts it came from, or the fact that is missing. Works on a
+results.json of any release: what its facts allow is derived, the rest is named as missing.
+Exit 0 when every gate could be derived, 1 when a fact is missing, 2 when the file cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pav.thresholds.derive import (
+    INTER_NODE,
+    Derived,
+    Missing,
+    derive_fabric,
+    derive_host,
+    fractions,
+)
+from pav.thresholds.hardware import HostHardware, read_hardware
+
+EXIT_ALL, EXIT_MISSING, EXIT_UNREADABLE = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", required=True, type=Path, metavar="FILE", help="a run's results.json")
+    parser.add_argument("--json", action="store_true", help="print one JSON object: host -> gates, missing")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        data = json.loads(args.results.read_text())
+        hosts = data["hosts"]
+        if not isinstance(hosts, dict):
+            raise TypeError("'hosts' is not a mapping")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(
+            f"error: cannot read {args.results} as results.json ({exc}); pass a run's results.json",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
+    hardware = [read_hardware(name, (rec or {}).get("facts") or {}) for name, rec in hosts.items()]
+    table = derive_all(hardware)
+    if args.json:
+        print(json.dumps({h: [_entry(d) for d in ds] for h, ds in table.items()}, indent=2))
+    else:
+        print(render(hardware, table), end="")
+    missing = any(isinstance(d, Missing) for ds in table.values() for d in ds)
+    return EXIT_MISSING if missing else EXIT_ALL
+
+
+def derive_all(hardware: list[HostHardware]) -> dict[str, list[Derived]]:
+    """Per host its derived gates; across hosts (key "fabric") the inter-node ones."""
+    gpu_hosts = [hw for hw in hardware if hw.gpus]
+    table: dict[str, list[Derived]] = {hw.host: derive_host(hw) for hw in gpu_hosts}
+    if len(gpu_hosts) >= 2:
+        table["fabric"] = [derive_fabric(gpu_hosts, test) for test in INTER_NODE]
+    return table
+
+
+def render(hardware: list[HostHardware], table: dict[str, list[Derived]]) -> str:
+    lines: list[str] = []
+    for hw in hardware:
+        if not hw.gpus:
+            lines.append(f"{hw.host}: no GPU: correctness gates only (thresholds/cpu.yml)")
+            continue
+        lines.append(f"{hw.host}: {len(hw.gpus)}x {hw.model} (facts from {hw.source})")
+        lines += [_line(d) for d in table[hw.host]]
+    if "fabric" in table:
+        lines.append("across hosts:")
+        lines += [_line(d) for d in table["fabric"]]
+    rel = fractions()["relative"]
+    lines.append(
+        f"relative (every host): each GPU >= {rel['per_gpu'].value:g} x the best GPU of its host; "
+        f"each pair >= {rel['per_pair'].value:g} x the median pair on the same links"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _line(d: Derived) -> str:
+    if isinstance(d, Missing):
+        return f"  {d.test:<28} {d.metric:<34} MISSING: {d.fact}"
+    return (
+        f"  {d.test:<28} {d.metric:<34} >= {d.min:<9.4g} = {d.fraction:g} x {d.limit:<8.4g} "
+        f"{d.part}: {d.source}"
+    )
+
+
+def _entry(d: Derived) -> dict[str, Any]:
+    return {"test": d.test} | d.describe()

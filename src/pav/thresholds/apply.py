@@ -1,0 +1,112 @@
+"""Judge results by the derived gates, after the profile's own gates judged them.
+
+A profile's gate on a metric overrides the derived gate on the same metric (hand-written profiles are
+overrides on top of the derived gates). A GPU test whose gate cannot be derived and that no profile gate
+covers is `error`, naming the missing fact: a GPU host never passes without performance gates, unless
+`gpu-correctness` was chosen on purpose.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pav.results import HostRecord, TestResult
+from pav.thresholds.derive import (
+    PROBE,
+    Derived,
+    DerivedGate,
+    Missing,
+    derive_fabric,
+    derive_host,
+    relative_gates,
+)
+from pav.thresholds.hardware import HostHardware, read_hardware
+
+CHOSEN_WITHOUT_GATES = "gpu-correctness"
+
+
+def hardware_of(hosts: dict[str, HostRecord]) -> dict[str, HostHardware]:
+    found = {name: read_hardware(name, rec.facts) for name, rec in hosts.items()}
+    return {name: hw for name, hw in found.items() if hw.gpus}
+
+
+def apply_derived(tests: list[TestResult], hosts: dict[str, HostRecord], chosen_profile: str) -> None:
+    """Check each of these tests against its derived gates."""
+    if chosen_profile == CHOSEN_WITHOUT_GATES:
+        return
+    hardware = hardware_of(hosts)
+    per_host = {name: derive_host(hw) for name, hw in hardware.items()}
+    for test in tests:
+        found = _derived_for(test, hardware, per_host)
+        if found or test.name == PROBE:
+            _judge(test, found, hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None)
+
+
+def gates_record(
+    tests: list[TestResult], hosts: dict[str, HostRecord], chosen_profile: str
+) -> dict[str, Any]:
+    """results.json's `gates`: per GPU host, the facts the gates came from and any fact that was missing."""
+    hardware = hardware_of(hosts)
+    if chosen_profile == CHOSEN_WITHOUT_GATES:
+        return {h: {"derived": False, "note": "no performance gates (chosen)"} for h in hardware}
+    return {name: host_record(hw, derive_host(hw), tests) for name, hw in hardware.items()}
+
+
+def host_record(hw: HostHardware, derived: list[Derived], tests: list[TestResult]) -> dict[str, Any]:
+    ran = {t.name for t in tests if hw.host in t.hosts}
+    missing = sorted({d.fact for d in derived if isinstance(d, Missing) and d.test in ran})
+    return {"derived": True, "missing": missing, "facts_used": facts_used(hw)}
+
+
+def facts_used(hw: HostHardware) -> dict[str, Any]:
+    first = hw.gpus[0]
+    return {
+        "source": hw.source,
+        "gpu_model": hw.model,
+        "gpus": len(hw.gpus),
+        "nvlink_links_up_min": min((g.nvlink_up for g in hw.gpus if g.nvlink_up is not None), default=None),
+        "nvlink_version": first.nvlink_version,
+        "pcie": f"gen{first.pcie_gen} x{first.pcie_width}" if first.pcie_gen else None,
+        "rdma_ports": hw.rdma_ports,
+        "rdma_gbps": hw.rdma_gbps,
+    }
+
+
+def _derived_for(
+    test: TestResult, hardware: dict[str, HostHardware], per_host: dict[str, list[Derived]]
+) -> list[Derived]:
+    if len(test.hosts) == 1:
+        return [d for d in per_host.get(test.hosts[0], []) if d.test == test.name]
+    members = [hardware[h] for h in test.hosts if h in hardware]
+    if test.name in {"torch_nccl_allreduce_multi", "nccl_tests_all_reduce_multi"} and members:
+        return [derive_fabric(members, test.name)]
+    return []
+
+
+def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) -> None:
+    if test.status not in ("pass", "fail"):
+        return  # skipped, or an error that left no figures to judge
+    covered = _profile_metrics(test)
+    gates = [d for d in derived if d.metric not in covered]
+    gates += relative_gates(test.name, test.metrics, hw)
+    checked = [g.check(test.metrics) for g in gates if isinstance(g, DerivedGate)]
+    test.threshold.setdefault("gates", []).extend(checked)
+    failures = [c["reason"] for c in checked if c["status"] != "pass"]
+    missing = [g for g in gates if isinstance(g, Missing)]
+    if missing:
+        test.threshold["missing"] = sorted({m.fact for m in missing})
+    if test.status == "pass" and missing:
+        test.status = "error"
+        test.reason = f"no performance gate for {missing[0].metric}: {missing[0].fact}"
+        test.reason += f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    if failures:
+        if test.status == "pass":
+            test.status, test.reason = "fail", ""
+        test.reason = "; ".join([r for r in (test.reason, *failures) if r])
+
+
+def _profile_metrics(test: TestResult) -> set[str]:
+    """Metrics the profile's own gates cover: payload gates by path, nccl-tests gates by size."""
+    gates = {str(g.get("metric")) for g in test.threshold.get("gates", []) if "basis" not in g}
+    nccl = test.threshold.get("nccl_tests") or []
+    return gates | {f"busbw_gbps.{g.get('size_bytes')}" for g in nccl}

@@ -1,0 +1,327 @@
+"""Gates derived from what a host's facts say it should do (docs/thresholds.md, "Derived gates").
+
+Every performance metric gets an absolute gate, a fraction of a limit the facts give (the GPU model's
+datasheet figures, NVLink links up x per-link rate, PCIe generation x width, the RDMA ports' rate), and
+the per-GPU and per-pair metrics also a relative one (each GPU against the best of its host, each pair
+against the median pair on the same links). A metric whose limit cannot be derived is `Missing`, with
+the fact that is lacking and the fix: a GPU host never passes without its performance gates.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from pav import paths
+from pav.errors import PavError
+from pav.thresholds.hardware import Gpu, HostHardware
+from pav.thresholds.profiles import lookup
+from pav.yamlfile import load_mapping
+
+SIZE = 8 << 30  # the largest size the collective tests measure (catalog.BIG_SIZES, nccl-tests -e 8G)
+PROBE = "gpu_probe"
+PER_GPU = ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps")
+UNITS = {"gemm_bf16_tflops": "TFLOP/s"}
+# torch op names (payload) -> the tests that measure them; nccl-tests names its ops its own way.
+TORCH_OPS = {"torch_nccl_allreduce": ("all_reduce",), "torch_nccl_collectives": (
+    "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")}  # fmt: skip
+NCCL_TESTS_OPS = {
+    "nccl_tests_all_reduce": "all_reduce",
+    "nccl_tests_all_gather": "all_gather",
+    "nccl_tests_reduce_scatter": "reduce_scatter",
+    "nccl_tests_alltoall": "all_to_all",
+    "nccl_tests_sendrecv": "send_recv",
+    "nccl_tests_broadcast": "broadcast",
+}
+INTER_NODE = {
+    "torch_nccl_allreduce_multi": "busbw_gbps.all_reduce",
+    "nccl_tests_all_reduce_multi": "busbw_gbps",
+}
+SPECS = "thresholds/hardware/gpus.yml"
+NVML_FACTS = "facts.gpus, read through NVML by the torch_payload role: configure with this release"
+PROFILE_FIX = "or set pav_threshold_profile to a profile that gates it (docs/thresholds.md)"
+
+
+@dataclass(frozen=True)
+class DerivedGate:
+    test: str
+    metric: str  # dotted path into the test's metrics
+    limit: float
+    fraction: float
+    basis: str  # absolute | relative
+    source: str  # the facts the limit came from
+    part: str  # the GPU, pair, host or fabric the figure belongs to
+
+    @property
+    def min(self) -> float:
+        return round(self.limit * self.fraction, 3)
+
+    def check(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The gate as results.json records it, with the measured value, its status and any reason."""
+        value = lookup(metrics, self.metric)
+        status = "not measured" if value is None else "pass" if value >= self.min else "fail"
+        out = self.describe() | {"value": value, "status": status}
+        if status != "pass":
+            out["reason"] = self.reason(value)
+        return out
+
+    def reason(self, value: float | None) -> str:
+        unit = UNITS.get(self.metric.split(".")[0], "GB/s")
+        measured = "not measured" if value is None else f"{value:.4g} {unit}"
+        return (
+            f"{self.part}: {self.metric} {measured}, expected >= {self.min:.4g} "
+            f"= {self.fraction:g} x {self.limit:.4g} ({self.source})"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric, "min": self.min, "limit": round(self.limit, 3), "fraction": self.fraction,
+            "basis": self.basis, "source": self.source, "part": self.part,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Missing:
+    test: str
+    metric: str
+    fact: str  # what is lacking and how to supply it
+
+    def describe(self) -> dict[str, Any]:
+        return {"metric": self.metric, "missing": self.fact}
+
+
+Derived = DerivedGate | Missing
+
+
+@dataclass(frozen=True)
+class Fraction:
+    value: float
+    source: str
+
+
+@cache
+def hardware_data() -> dict[str, Any]:
+    return load_mapping(paths.THRESHOLDS / "hardware" / "gpus.yml")
+
+
+@cache
+def fractions() -> dict[str, dict[str, Fraction]]:
+    path = paths.THRESHOLDS / "hardware" / "fractions.yml"
+    data = load_mapping(path)
+    try:
+        return {
+            basis: {
+                k: Fraction(float(v["fraction"]), str(v["source"])) for k, v in (data[basis] or {}).items()
+            }
+            for basis in ("absolute", "relative")
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PavError(f"{path}: each entry needs a number 'fraction' and a 'source' ({exc})") from None
+
+
+def derive_host(hw: HostHardware) -> list[Derived]:
+    """The absolute gates (or what is missing for them) of every host-scope GPU test on this host."""
+    if not hw.gpus:
+        return []
+    out = [*_per_gpu(hw), *_pairs(hw)]
+    if len(hw.gpus) >= 2:
+        out += _collectives(hw)
+    return out
+
+
+def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
+    """A test across hosts is bounded by the slowest host's RDMA ports (NCCL_ALGO=Ring)."""
+    metric = f"{INTER_NODE[test]}.{SIZE}"
+    lacking = [h.host for h in hosts if not h.rdma_gbps]
+    if lacking:
+        fact = (
+            f"no active InfiniBand or RoCE port on {', '.join(lacking)} (facts.rdma.ports): the inter-node "
+            f"limit is unknown; check the HCAs (ibstat), {PROFILE_FIX}"
+        )
+        return Missing(test, metric, fact)
+    slowest = min(hosts, key=lambda h: h.rdma_gbps or 0.0)
+    frac = fractions()["absolute"]["busbw_inter_node.all_reduce"]
+    source = (
+        f"{slowest.rdma_ports} active RDMA ports on {slowest.host}, {slowest.rdma_gbps:g} GB/s per direction"
+    )
+    return DerivedGate(test, metric, slowest.rdma_gbps or 0.0, frac.value, "absolute", source, "fabric")
+
+
+def _per_gpu(hw: HostHardware) -> list[Derived]:
+    specs = hardware_data()["gpus"]
+    out: list[Derived] = []
+    for gpu in hw.gpus:
+        spec = specs.get(gpu.name)
+        for metric, key in (("gemm_bf16_tflops", "bf16_dense_tflops"), ("hbm_copy_gbps", "hbm_gbps")):
+            path = f"{metric}.{gpu.index}"
+            if spec is None:
+                fact = f"GPU model '{gpu.name}' has no entry in {SPECS}: add it, {PROFILE_FIX}"
+                out.append(Missing(PROBE, path, fact))
+                continue
+            what = "TFLOP/s dense bf16" if metric == "gemm_bf16_tflops" else "GB/s HBM"
+            source = f"{gpu.name}: {float(spec[key]):g} {what} ({SPECS})"
+            out.append(_gate(PROBE, path, float(spec[key]), metric, source, gpu.label()))
+        out += _host_copies(gpu)
+    return out
+
+
+def _host_copies(gpu: Gpu) -> list[Derived]:
+    out: list[Derived] = []
+    for metric in ("h2d_gbps", "d2h_gbps"):
+        path = f"{metric}.{gpu.index}"
+        limit = pcie_gbps(gpu)
+        if limit is None:
+            fact = f"PCIe generation and width of {gpu.label()} ({NVML_FACTS})"
+            out.append(Missing(PROBE, path, fact))
+            continue
+        source = f"PCIe gen{gpu.pcie_gen} x{gpu.pcie_width}"
+        out.append(_gate(PROBE, path, limit, metric, source, gpu.label()))
+    return out
+
+
+def _pairs(hw: HostHardware) -> list[Derived]:
+    out: list[Derived] = []
+    for src in hw.gpus:
+        for dst in hw.gpus:
+            if src.index == dst.index:
+                continue
+            path, part = f"p2p_gbps.{src.index}.{dst.index}", f"GPU {src.index} -> GPU {dst.index}"
+            found = pair_limit(hw, src, dst)
+            if isinstance(found, str):
+                out.append(Missing(PROBE, path, found))
+            else:
+                out.append(_gate(PROBE, path, found[0], "p2p_gbps", found[1], part))
+    return out
+
+
+def pair_limit(hw: HostHardware, src: Gpu, dst: Gpu) -> tuple[float, str] | str:
+    """The pair's link limit and where it came from, or the fact that is missing."""
+    if not hw.nvlink_known:
+        return f"NVLink link state of every GPU ({NVML_FACTS}; these facts came from {hw.source})"
+    rate = nvlink_rate(src)
+    direct = src.nvlink_peers.get(dst.bus_id, 0)
+    if direct and rate:
+        return (
+            direct * rate,
+            f"{direct} NVLink{src.nvlink_version} links {src.label()} to {dst.label()} x {rate:g} GB/s",
+        )
+    if src.nvlink_switch_links and dst.nvlink_switch_links and rate:
+        links = min(src.nvlink_switch_links, dst.nvlink_switch_links)
+        return links * rate, f"{links} NVLink{src.nvlink_version} links up to NVSwitch x {rate:g} GB/s"
+    limits = [pcie_gbps(g) for g in (src, dst)]
+    if None in limits:
+        return f"PCIe generation and width of {src.label()} and {dst.label()} (no NVLink between them)"
+    slower = min((src, dst), key=pcie_gbps)  # type: ignore[arg-type]
+    return min(limits), f"no NVLink between them: PCIe gen{slower.pcie_gen} x{slower.pcie_width}"  # type: ignore[type-var]
+
+
+def _collectives(hw: HostHardware) -> list[Derived]:
+    found = bus_limit(hw)
+    wanted = [(t, f"busbw_gbps.{op}.{SIZE}", op) for t, ops in TORCH_OPS.items() for op in ops]
+    wanted += [(t, f"busbw_gbps.{SIZE}", op) for t, op in NCCL_TESTS_OPS.items()]
+    out: list[Derived] = []
+    for test, metric, op in wanted:
+        if isinstance(found, str):
+            out.append(Missing(test, metric, found))
+        else:
+            out.append(_gate(test, metric, found[0], f"busbw.{op}", found[1], "host"))
+    return out
+
+
+def bus_limit(hw: HostHardware) -> tuple[float, str] | str:
+    """What one host's collectives can reach: the slowest GPU's NVLink total when NVLink joins every GPU
+    to every other (through NVSwitch or directly), else the slowest GPU's PCIe link."""
+    if not hw.nvlink_known:
+        return f"NVLink link state of every GPU ({NVML_FACTS}; these facts came from {hw.source})"
+    buses = {g.bus_id for g in hw.gpus}
+    joined = all(g.nvlink_switch_links or set(g.nvlink_peers) >= buses - {g.bus_id} for g in hw.gpus)
+    if joined and all(g.nvlink_up and nvlink_rate(g) for g in hw.gpus):
+        slowest = min(hw.gpus, key=lambda g: (g.nvlink_up or 0) * (nvlink_rate(g) or 0))
+        rate = nvlink_rate(slowest) or 0.0
+        links = slowest.nvlink_up or 0
+        return (
+            links * rate,
+            f"{links} NVLink{slowest.nvlink_version} links up on {slowest.label()} x {rate:g} GB/s",
+        )
+    if not hw.pcie_known:
+        return "PCIe generation and width of every GPU (NVLink does not join every GPU pair)"
+    slowest = min(hw.gpus, key=lambda g: pcie_gbps(g) or 0.0)
+    return pcie_gbps(
+        slowest
+    ) or 0.0, f"NVLink does not join every GPU: PCIe gen{slowest.pcie_gen} x{slowest.pcie_width}"
+
+
+def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) -> list[DerivedGate]:
+    """Each GPU against the best GPU of its host; each pair against the median pair of its link class."""
+    if test != PROBE:
+        return []
+    labels = {g.index: g.label() for g in hw.gpus} if hw else {}
+    per_gpu, per_pair = fractions()["relative"]["per_gpu"], fractions()["relative"]["per_pair"]
+    out: list[DerivedGate] = []
+    for metric in PER_GPU:
+        values = _numbers(metrics.get(metric))
+        if len(values) < 2:
+            continue
+        best = max(values, key=lambda k: values[k])
+        source = f"best GPU of the host: GPU {best} {values[best]:.4g}"
+        for idx in values:
+            part = labels.get(int(idx), f"GPU {idx}")
+            out.append(
+                DerivedGate(test, f"{metric}.{idx}", values[best], per_gpu.value, "relative", source, part)
+            )
+    return out + _pair_relative(test, metrics, hw, per_pair)
+
+
+def _pair_relative(
+    test: str, metrics: dict[str, Any], hw: HostHardware | None, frac: Fraction
+) -> list[DerivedGate]:
+    pairs = {
+        (src, dst): value
+        for src, row in (metrics.get("p2p_gbps") or {}).items()
+        for dst, value in _numbers(row).items()
+    }
+    classes: dict[str, list[tuple[str, str]]] = {}
+    by_index = {str(g.index): g for g in hw.gpus} if hw else {}
+    for pair in pairs:
+        src, dst = (by_index.get(i) for i in pair)
+        found = pair_limit(hw, src, dst) if hw and src and dst else "unknown"
+        classes.setdefault(str(found[0]) if isinstance(found, tuple) else "all pairs", []).append(pair)
+    out: list[DerivedGate] = []
+    for members in classes.values():
+        if len(members) < 2:
+            continue
+        median = statistics.median(pairs[p] for p in members)
+        source = f"median of {len(members)} pairs on the same links: {median:.4g}"
+        for src, dst in members:
+            part = f"GPU {src} -> GPU {dst}"
+            out.append(
+                DerivedGate(test, f"p2p_gbps.{src}.{dst}", median, frac.value, "relative", source, part)
+            )
+    return out
+
+
+def nvlink_rate(gpu: Gpu) -> float | None:
+    rates = hardware_data()["nvlink_gbps_per_link"]
+    return float(rates[gpu.nvlink_version]) if gpu.nvlink_version in rates else None
+
+
+def pcie_gbps(gpu: Gpu) -> float | None:
+    lanes = hardware_data()["pcie_gbps_per_lane"]
+    if not gpu.pcie_width or gpu.pcie_gen not in lanes:
+        return None
+    return round(float(lanes[gpu.pcie_gen]) * gpu.pcie_width, 3)
+
+
+def _gate(test: str, metric: str, limit: float, key: str, source: str, part: str) -> DerivedGate:
+    frac = fractions()["absolute"][key]
+    return DerivedGate(test, metric, limit, frac.value, "absolute", source, part)
+
+
+def _numbers(row: Any) -> dict[str, float]:
+    if not isinstance(row, dict):
+        return {}
+    return {
+        str(k): float(v) for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)
+    }

@@ -1,0 +1,141 @@
+"""What a host's facts say its hardware is: GPUs with their links, and its RDMA ports.
+
+Read from results.json's host facts: `gpus` (NVML, the torch_payload role) where present, else the
+preflight `gpu` rows (name and bus id only: a results.json of an earlier release). Whatever a fact source
+does not give stays None, so derivation can name it as missing instead of guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    uuid: str = ""
+    bus_id: str = ""
+    pcie_gen: int | None = None  # the highest the GPU and its slot allow, not the current (idle GPUs drop it)
+    pcie_width: int | None = None
+    nvlink_version: int | None = None
+    nvlink_up: int | None = None  # None: not read (no NVML); 0: a board without NVLink, or all links down
+    nvlink_total: int | None = None
+    nvlink_peers: dict[str, int] = field(default_factory=dict)  # peer GPU bus id -> links to it
+    nvlink_switch_links: int = 0  # links up to an NVSwitch
+
+    def label(self) -> str:
+        ids = ", ".join(x for x in (self.bus_id, self.uuid) if x)
+        return f"GPU {self.index} ({ids})" if ids else f"GPU {self.index}"
+
+
+@dataclass(frozen=True)
+class HostHardware:
+    host: str
+    gpus: list[Gpu]
+    source: str  # nvml | nvidia-smi | preflight | none
+    source_missing: list[str] = field(default_factory=list)  # what the fact source said it could not read
+    rdma_gbps: float | None = None  # active InfiniBand (else RoCE) ports' rate per direction, GB/s
+    rdma_ports: int = 0
+
+    @property
+    def model(self) -> str:
+        names = sorted({g.name for g in self.gpus})
+        return names[0] if len(names) == 1 else " + ".join(names)
+
+    @property
+    def nvlink_known(self) -> bool:
+        return bool(self.gpus) and all(g.nvlink_up is not None for g in self.gpus)
+
+    @property
+    def pcie_known(self) -> bool:
+        return bool(self.gpus) and all(g.pcie_gen and g.pcie_width for g in self.gpus)
+
+
+def read_hardware(host: str, facts: dict[str, Any]) -> HostHardware:
+    nvml = facts.get("gpus") if isinstance(facts.get("gpus"), dict) else None
+    rdma_gbps, ports = rdma_rate(facts.get("rdma", {}).get("ports") or [])
+    if nvml and nvml.get("devices"):
+        gpus = [_gpu_from_nvml(d) for d in nvml["devices"]]
+        missing = [str(m) for m in nvml.get("missing") or []]
+        return HostHardware(host, gpus, str(nvml.get("source", "nvml")), missing, rdma_gbps, ports)
+    rows = facts.get("gpu", {}).get("devices") or []
+    gpus = [_gpu_from_preflight(i, row) for i, row in enumerate(rows)]
+    source = "preflight" if gpus else "none"
+    missing = [str(m) for m in (nvml or {}).get("missing") or []]
+    return HostHardware(host, gpus, source, missing, rdma_gbps, ports)
+
+
+def _gpu_from_nvml(dev: dict[str, Any]) -> Gpu:
+    pcie = dev.get("pcie") or {}
+    nvlink = dev.get("nvlink")
+    peers: dict[str, int] = {}
+    switch = 0
+    up = None
+    if isinstance(nvlink, dict) and nvlink.get("links_up") is not None:
+        up = int(nvlink["links_up"])
+        for link in nvlink.get("links") or []:
+            if not link.get("up"):
+                continue
+            if link.get("remote_type") == "switch":
+                switch += 1
+            elif link.get("remote_bus_id"):
+                bus = normalize_bus_id(str(link["remote_bus_id"]))
+                peers[bus] = peers.get(bus, 0) + 1
+    return Gpu(
+        index=int(dev.get("index", 0)),
+        name=str(dev.get("name") or "unknown"),
+        uuid=str(dev.get("uuid") or ""),
+        bus_id=normalize_bus_id(str(dev.get("pci_bus_id") or "")),
+        pcie_gen=_int(pcie.get("gen_max")),
+        pcie_width=_int(pcie.get("width_max")),
+        nvlink_version=_int((nvlink or {}).get("version")),
+        nvlink_up=up,
+        nvlink_total=_int((nvlink or {}).get("links_total")),
+        nvlink_peers=peers,
+        nvlink_switch_links=switch,
+    )
+
+
+def _gpu_from_preflight(position: int, row: Any) -> Gpu:
+    """nvidia-smi --query-gpu=index,name,memory.total,driver_version,pci.bus_id,... as a list of strings."""
+    cells = [str(c).strip() for c in row] if isinstance(row, list) else []
+    index = _int(cells[0]) if cells else None
+    return Gpu(
+        index=position if index is None else index,
+        name=cells[1] if len(cells) > 1 else "unknown",
+        bus_id=normalize_bus_id(cells[4]) if len(cells) > 4 else "",
+    )
+
+
+def normalize_bus_id(bus: str) -> str:
+    """NVML and nvidia-smi print 00000000:1B:00.0; the kernel log and sysfs 0000:1b:00.0."""
+    match = re.fullmatch(r"(?:([0-9a-fA-F]+):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])", bus.strip())
+    if not match:
+        return bus.strip()
+    domain, b, d, f = match.groups()
+    return f"{int(domain or '0', 16):08X}:{b.upper()}:{d.upper()}.{f}"
+
+
+# "mlx5_0 1 4: ACTIVE|400 Gb/sec (4X NDR)|InfiniBand" (preflight's rdma.yml)
+_PORT = re.compile(r"^\S+ \S+ (?P<state>[^|]*)\|(?P<rate>[\d.]+) Gb/sec[^|]*\|(?P<layer>\S+)")
+
+
+def rdma_rate(lines: list[str]) -> tuple[float | None, int]:
+    """GB/s per direction of the active InfiniBand ports (RoCE ports when there is no InfiniBand one)."""
+    active: dict[str, list[float]] = {}
+    for line in lines:
+        match = _PORT.match(str(line))
+        if match and "ACTIVE" in match["state"]:
+            active.setdefault(match["layer"], []).append(float(match["rate"]) / 8)
+    rates = active.get("InfiniBand") or active.get("Ethernet") or []
+    return (sum(rates) if rates else None), len(rates)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return None if value is None or value == "" else int(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,285 @@
+"""Gates derived from host facts, for GPU shapes the hand-written profiles never knew.
+
+Facts are built in the shape the torch_payload role's NVML reader writes (facts.gpus); the topologies are
+the real ones of these boards: HGX 8-GPU (every GPU 18 NVLink4 links to NVSwitch), a 4-GPU board partitioned
+from it, PCIe cards, and H100 NVL pairs joined by NVLink bridges (12 links per pair).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pav.results import HostRecord, TestResult, verdict_of
+from pav.thresholds.apply import apply_derived, gates_record
+from pav.thresholds.derive import SIZE, DerivedGate, Missing, derive_fabric, derive_host, relative_gates
+from pav.thresholds.hardware import normalize_bus_id, rdma_rate, read_hardware
+
+H100 = "NVIDIA H100 80GB HBM3"
+NDR = [f"mlx5_{i} 1 4: ACTIVE|400 Gb/sec (4X NDR)|InfiniBand" for i in range(8)]
+ETH = ["mlx5_8 1 4: ACTIVE|200 Gb/sec (4X HDR)|Ethernet"]
+
+
+def bus(i: int) -> str:
+    return f"00000000:{0x18 + 0x10 * i:02X}:00.0"
+
+
+def device(i: int, name: str, links: list[dict[str, Any]], gen: int = 5, width: int = 16) -> dict[str, Any]:
+    return {
+        "index": i, "name": name, "uuid": f"GPU-{i:04d}-uuid", "pci_bus_id": bus(i),
+        "pcie": {"gen_current": 1, "gen_max": gen, "width_current": width, "width_max": width},
+        "nvlink": {"version": 4 if links else None, "links_total": len(links),
+                   "links_up": sum(1 for link in links if link["up"]), "links": links},
+        "missing": [],
+    }  # fmt: skip
+
+
+def switch_links(n: int, down: int = 0) -> list[dict[str, Any]]:
+    return [{"link": k, "up": k >= down, "remote_bus_id": "", "remote_type": "switch"} for k in range(n)]
+
+
+def peer_links(peer: int, n: int) -> list[dict[str, Any]]:
+    return [{"link": k, "up": True, "remote_bus_id": bus(peer), "remote_type": "gpu"} for k in range(n)]
+
+
+def facts(devices: list[dict[str, Any]], ports: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "gpu": {"count": str(len(devices))},
+        "gpus": {"source": "nvml", "devices": devices, "missing": []},
+        "rdma": {"ports": ports or []},
+    }
+
+
+def hgx(n: int, name: str = H100, down: dict[int, int] | None = None, ports: list[str] | None = None):
+    return facts([device(i, name, switch_links(18, (down or {}).get(i, 0))) for i in range(n)], ports)
+
+
+def gates_by_metric(found: list[Any], test: str | None = None) -> dict[str, Any]:
+    return {d.metric: d for d in found if test is None or d.test == test}
+
+
+def test_8x_h100_sxm_gates_come_from_the_datasheet_nvlink_and_pcie() -> None:
+    found = derive_host(read_hardware("n1", hgx(8, ports=NDR)))
+    assert not [d for d in found if isinstance(d, Missing)]
+    probe = gates_by_metric(found, "gpu_probe")
+    assert probe["gemm_bf16_tflops.7"].limit == 989.4 and probe["gemm_bf16_tflops.7"].min == pytest.approx(
+        643.11
+    )
+    assert probe["hbm_copy_gbps.0"].limit == 3350
+    assert probe["h2d_gbps.3"].limit == pytest.approx(63.008) and "gen5 x16" in probe["h2d_gbps.3"].source
+    assert probe["p2p_gbps.0.7"].limit == 450 and "NVSwitch" in probe["p2p_gbps.0.7"].source
+    assert len([m for m in probe if m.startswith("p2p_gbps.")]) == 8 * 7
+    allreduce = gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"]
+    assert (allreduce.limit, allreduce.fraction, allreduce.min) == (450, 0.70, 315)
+    nccl = gates_by_metric(found, "nccl_tests_sendrecv")[f"busbw_gbps.{SIZE}"]
+    assert nccl.fraction == 0.75 and nccl.limit == 450
+
+
+def test_a_link_down_lowers_the_limit_of_that_gpu_and_the_host_bus() -> None:
+    found = derive_host(read_hardware("n1", hgx(4, "NVIDIA H200", down={2: 9})))
+    bus_gate = gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"]
+    assert bus_gate.limit == 9 * 25 and "GPU 2" in bus_gate.source
+    probe = gates_by_metric(found, "gpu_probe")
+    assert probe["p2p_gbps.2.0"].limit == 225 and probe["p2p_gbps.0.1"].limit == 450
+
+
+def test_nvl_bridged_pairs_gate_pairs_on_their_bridge_and_collectives_on_pcie() -> None:
+    name = "NVIDIA H100 NVL"
+    devices = [device(i, name, peer_links(i ^ 1, 12)) for i in range(4)]  # 0-1 and 2-3 bridged
+    found = derive_host(read_hardware("n1", facts(devices)))
+    probe = gates_by_metric(found, "gpu_probe")
+    assert probe["p2p_gbps.0.1"].limit == 300 and "12 NVLink4 links" in probe["p2p_gbps.0.1"].source
+    assert (
+        probe["p2p_gbps.0.2"].limit == pytest.approx(63.008) and "no NVLink" in probe["p2p_gbps.0.2"].source
+    )
+    bus_gate = gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"]
+    assert "PCIe gen5 x16" in bus_gate.source and bus_gate.limit == pytest.approx(63.008)
+
+
+def test_pcie_cards_without_nvlink_use_the_pcie_link() -> None:
+    devices = [device(i, "NVIDIA H100 PCIe", [], gen=5, width=16) for i in range(2)]
+    found = derive_host(read_hardware("n1", facts(devices)))
+    assert not [d for d in found if isinstance(d, Missing)]
+    assert gates_by_metric(found, "gpu_probe")["gemm_bf16_tflops.0"].limit == 756.5
+    assert gates_by_metric(found, "torch_nccl_allreduce")[
+        f"busbw_gbps.all_reduce.{SIZE}"
+    ].limit == pytest.approx(63.008)
+
+
+def test_one_gpu_has_no_pair_and_no_collective_gates() -> None:
+    found = derive_host(read_hardware("n1", facts([device(0, H100, switch_links(18))])))
+    assert {d.test for d in found} == {"gpu_probe"}
+    assert not [d for d in found if d.metric.startswith("p2p_gbps")]
+
+
+def test_a_pcie_link_trained_down_lowers_the_host_copy_limit() -> None:
+    found = derive_host(read_hardware("n1", facts([device(0, H100, switch_links(18), gen=4, width=8)])))
+    assert gates_by_metric(found, "gpu_probe")["h2d_gbps.0"].limit == pytest.approx(15.752)
+
+
+def test_an_unknown_model_is_missing_with_the_fix() -> None:
+    found = derive_host(read_hardware("n1", facts([device(0, "NVIDIA Foo 9000", [])])))
+    missing = [d for d in found if isinstance(d, Missing)]
+    assert {m.metric for m in missing} == {"gemm_bf16_tflops.0", "hbm_copy_gbps.0"}
+    assert "'NVIDIA Foo 9000' has no entry in thresholds/hardware/gpus.yml" in missing[0].fact
+    assert "pav_threshold_profile" in missing[0].fact
+
+
+def test_inter_node_gate_is_the_slowest_hosts_infiniband_ports() -> None:
+    a = read_hardware("a", hgx(8, ports=NDR))
+    b = read_hardware("b", hgx(8, ports=NDR[:6] + ETH))  # two HCAs lost: the Ethernet port does not count
+    gate = derive_fabric([a, b], "nccl_tests_all_reduce_multi")
+    assert isinstance(gate, DerivedGate)
+    assert gate.limit == 300 and gate.min == 240 and "6 active RDMA ports on b" in gate.source
+    gate = derive_fabric([a, read_hardware("c", hgx(8))], "torch_nccl_allreduce_multi")
+    assert isinstance(gate, Missing) and "no active InfiniBand or RoCE port on c" in gate.fact
+
+
+def test_rdma_rate_and_bus_ids() -> None:
+    assert rdma_rate(NDR) == (400.0, 8)
+    assert rdma_rate(ETH) == (25.0, 1)  # RoCE counts where there is no InfiniBand
+    assert rdma_rate(["mlx5_0 1 1: DOWN|400 Gb/sec (4X NDR)|InfiniBand"]) == (None, 0)
+    assert normalize_bus_id("0000:1b:00.0") == "00000000:1B:00.0"
+
+
+# --- judging ------------------------------------------------------------------------------------------
+
+
+def probe_metrics(gemm: list[float], pairs: dict[tuple[int, int], float] | None = None) -> dict[str, Any]:
+    n = len(gemm)
+    p2p: dict[str, dict[str, float]] = {}
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                p2p.setdefault(str(i), {})[str(j)] = (pairs or {}).get((i, j), 380.0)
+    return {
+        "gpu_count": n,
+        "gemm_bf16_tflops": {str(i): v for i, v in enumerate(gemm)},
+        "hbm_copy_gbps": {str(i): 3000.0 for i in range(n)},
+        "h2d_gbps": {str(i): 55.0 for i in range(n)},
+        "d2h_gbps": {str(i): 54.0 for i in range(n)},
+        "p2p_gbps": p2p,
+        "wrong_total": 0,
+    }
+
+
+def judge(test: TestResult, host_facts: dict[str, Any], profile: str = "auto") -> TestResult:
+    hosts = {h: HostRecord(h, facts=host_facts) for h in test.hosts}
+    apply_derived([test], hosts, profile)
+    return test
+
+
+def probe(metrics: dict[str, Any]) -> TestResult:
+    return TestResult("gpu_probe", ["n1"], "pass", metrics=metrics, threshold={"gates": []})
+
+
+def test_healthy_probe_passes_with_every_gate_recorded() -> None:
+    test = judge(probe(probe_metrics([760.0, 755.0, 758.0, 761.0])), hgx(4))
+    assert test.status == "pass", test.reason
+    gates = test.threshold["gates"]
+    bases = {(g["metric"], g["basis"]) for g in gates}
+    assert ("gemm_bf16_tflops.0", "absolute") in bases and ("gemm_bf16_tflops.0", "relative") in bases
+    assert ("p2p_gbps.3.2", "relative") in bases
+    assert all(g["status"] == "pass" and {"limit", "fraction", "source", "part"} <= g.keys() for g in gates)
+
+
+def test_a_shared_gpu_fails_naming_that_gpu() -> None:
+    # Another process busy on GPU 2: 0.42x of its healthy GEMM rate (issue 14's H100 measurement).
+    test = judge(probe(probe_metrics([760.0, 757.0, 0.42 * 760.0, 759.0])), hgx(4))
+    assert test.status == "fail"
+    assert "GPU 2 (00000000:38:00.0, GPU-0002-uuid): gemm_bf16_tflops.2 319.2 TFLOP/s" in test.reason
+    assert all(reason.startswith("GPU 2 (") for reason in test.reason.split("; "))
+    failed = {(g["metric"], g["basis"]) for g in test.threshold["gates"] if g["status"] == "fail"}
+    assert failed == {("gemm_bf16_tflops.2", "absolute"), ("gemm_bf16_tflops.2", "relative")}
+
+
+def test_relative_gate_catches_a_gpu_that_is_slow_but_above_the_absolute_floor() -> None:
+    test = judge(probe(probe_metrics([780.0, 778.0, 680.0, 779.0])), hgx(4))
+    assert test.status == "fail"
+    failed = [g for g in test.threshold["gates"] if g["status"] == "fail"]
+    assert [(g["metric"], g["basis"]) for g in failed] == [("gemm_bf16_tflops.2", "relative")]
+    assert "best GPU of the host: GPU 0 780" in failed[0]["source"]
+
+
+def test_a_slow_pair_fails_naming_the_pair() -> None:
+    test = judge(probe(probe_metrics([760.0] * 4, {(1, 3): 150.0})), hgx(4))
+    assert test.status == "fail"
+    assert "GPU 1 -> GPU 3: p2p_gbps.1.3 150 GB/s" in test.reason
+    failed = {g["metric"] for g in test.threshold["gates"] if g["status"] == "fail"}
+    assert failed == {"p2p_gbps.1.3"}
+
+
+def test_relative_gate_for_a_shape_with_no_facts_at_all() -> None:
+    gates = relative_gates("gpu_probe", probe_metrics([700.0, 300.0]), None)
+    failing = [g for g in gates if (g.check(probe_metrics([700.0, 300.0]))["status"]) == "fail"]
+    assert [g.part for g in failing] == ["GPU 1"]
+
+
+def nccl_allreduce(busbw: float, threshold: dict[str, Any] | None = None) -> TestResult:
+    metrics = {"busbw_gbps": {"all_reduce": {str(SIZE): busbw}}, "wrong_total": 0}
+    return TestResult(
+        "torch_nccl_allreduce", ["n1"], "pass", metrics=metrics, threshold=threshold or {"gates": []}
+    )
+
+
+def test_p2p_disabled_on_4_nvlink_gpus_fails_the_derived_busbw_gate() -> None:
+    # Issue 14: 4x H200 with NCCL_P2P_DISABLE=1 measured 23 GB/s where the healthy run gave 365.
+    assert judge(nccl_allreduce(365.0), hgx(4, "NVIDIA H200")).status == "pass"
+    slow = judge(nccl_allreduce(23.0), hgx(4, "NVIDIA H200"))
+    assert slow.status == "fail"
+    assert "host: busbw_gbps.all_reduce.8589934592 23 GB/s, expected >= 315 = 0.7 x 450" in slow.reason
+
+
+def test_a_profile_gate_overrides_the_derived_gate_on_the_same_metric() -> None:
+    metric = f"busbw_gbps.all_reduce.{SIZE}"
+    test = nccl_allreduce(200.0, {"gates": [{"metric": metric, "min": 150.0}]})
+    judged = judge(test, hgx(4, "NVIDIA H200"))
+    assert judged.status == "pass" and len(judged.threshold["gates"]) == 1
+
+
+def test_nccl_tests_result_gets_the_derived_gate_unless_the_profile_sets_its_size() -> None:
+    metrics = {"op": "all_reduce", "busbw_gbps": {str(SIZE): 100.0}, "wrong_total": 0}
+    test = TestResult(
+        "nccl_tests_all_reduce", ["n1"], "pass", metrics=dict(metrics), threshold={"nccl_tests": []}
+    )
+    assert judge(test, hgx(8)).status == "fail"
+    covered = {"nccl_tests": [{"size_bytes": SIZE, "min_busbw_gbps": 90.0}]}
+    test = TestResult("nccl_tests_all_reduce", ["n1"], "pass", metrics=dict(metrics), threshold=covered)
+    assert judge(test, hgx(8)).status == "pass"
+
+
+def test_no_silent_pass_an_unknown_gpu_is_an_error_naming_the_fact() -> None:
+    host = facts([device(0, "NVIDIA Foo 9000", [])])
+    test = judge(probe(probe_metrics([500.0])), host)
+    assert test.status == "error"
+    assert "no performance gate for gemm_bf16_tflops.0" in test.reason and "gpus.yml" in test.reason
+    assert verdict_of([test]) == "FAIL"
+    record = gates_record([test], {"n1": HostRecord("n1", facts=host)}, "auto")
+    assert any("NVIDIA Foo 9000" in m for m in record["n1"]["missing"])
+
+
+def test_chosen_gpu_correctness_turns_the_derived_gates_off_and_says_so() -> None:
+    host = facts([device(0, "NVIDIA Foo 9000", [])])
+    test = judge(probe(probe_metrics([1.0])), host, "gpu-correctness")
+    assert test.status == "pass" and test.threshold["gates"] == []
+    record = gates_record([test], {"n1": HostRecord("n1", facts=host)}, "gpu-correctness")
+    assert record == {"n1": {"derived": False, "note": "no performance gates (chosen)"}}
+
+
+def test_inter_node_result_is_judged_by_the_fabric_gate() -> None:
+    metrics = {"busbw_gbps": {"all_reduce": {str(SIZE): 120.0}}, "wrong_total": 0}
+    test = TestResult(
+        "torch_nccl_allreduce_multi", ["a", "b"], "pass", metrics=metrics, threshold={"gates": []}
+    )
+    hosts = {"a": HostRecord("a", facts=hgx(8, ports=NDR)), "b": HostRecord("b", facts=hgx(8, ports=NDR))}
+    apply_derived([test], hosts, "auto")
+    assert test.status == "fail" and "fabric: busbw_gbps.all_reduce.8589934592 120 GB/s" in test.reason
+
+
+def test_cpu_hosts_get_no_derived_gates() -> None:
+    test = TestResult(
+        "torch_gloo_allreduce", ["n1"], "pass", metrics={"wrong_total": 0}, threshold={"gates": []}
+    )
+    judged = judge(test, {"gpu": {"count": "0", "devices": []}})
+    assert judged.status == "pass" and judged.threshold["gates"] == []
