@@ -157,14 +157,14 @@ def check_names(settings: Settings, env: EnvSpec, from_cli: bool) -> None:
 
 
 def run(argv: list[str]) -> int:
-    from pav import pipeline
+    from pav import pipeline, platform
 
     args = build_parser().parse_args(argv)
     ctx = make_context(args)
-    if ctx.settings.platform == "k8s":
-        from pav.k8s import run as k8s
+    if ctx.options.dry_run and ctx.settings.platform == "k8s":
+        from pav.k8s import dry_run as k8s
 
-        return k8s.dry_run(ctx) if ctx.options.dry_run else k8s.run(ctx)
+        return k8s.dry_run(ctx)
     if ctx.options.dry_run:
         if ctx.env.hosts_file is not None:
             from pav.inventory import resolve_hosts
@@ -174,7 +174,7 @@ def run(argv: list[str]) -> int:
         return 0
     rundir.prepare(ctx.run_dir)
     print(f"run dir: {ctx.run_dir}", flush=True)
-    code = pipeline.execute(ctx)
+    code = pipeline.execute(ctx, platform.for_run(ctx))
     print((ctx.run_dir / "summary.txt").read_text(), end="")
     if ctx.results.error:
         print(f"error: {ctx.results.error}", file=sys.stderr)

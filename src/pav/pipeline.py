@@ -1,51 +1,50 @@
-"""The run: stages in order; whatever happens, collect what exists, write the report, tear down."""
+"""The run, on any platform: stages in order; whatever happens, collect what exists, write the report,
+tear down."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pav import interrupts, scrub
-from pav.ansible_exec import close_connections
+from pav import interrupts
 from pav.context import RunContext
 from pav.errors import Interrupted, PavError
+from pav.platform import Platform, StageFn
 from pav.results import utc_now
-from pav.stages import collect, configure, isolate, provision, report, teardown, validate
+from pav.stages import report
 
-StageFn = Callable[[RunContext], str]
 # Stages a signal stops; collect, report and teardown still run after it.
 RUN_STAGES = ("provision", "configure", "validate")
 
 
-def execute(ctx: RunContext) -> int:
+def execute(ctx: RunContext, platform: Platform) -> int:
     error: PavError | None = None
     try:
-        error = guarded(ctx, _run_stages)
+        error = guarded(ctx, lambda c: _run_stages(c, platform))
     finally:
-        error = wrap_up(ctx, error, _wrap_up_steps(ctx))
+        error = wrap_up(ctx, error, _wrap_up_steps(ctx, platform))
         report.write(ctx)  # once more, so the files show teardown's outcome too
-        close_connections(ctx.run_dir / "ansible")
-        scrub.scrub_run(ctx)  # last: the teardown playbook may still have needed the inventory's secrets
+        if platform.finish is not None:
+            platform.finish(ctx)
     return exit_code(ctx, error)
 
 
-def _run_stages(ctx: RunContext) -> None:
-    _stage(ctx, "provision", provision.run)
-    provision.resolve(ctx)
-    _stage(ctx, "configure", configure.run)
-    if ctx.wants("validate") and not ctx.wants("configure"):
-        configure.load_facts(ctx)
-    _stage(ctx, "validate", validate.run)
+def _run_stages(ctx: RunContext, platform: Platform) -> None:
+    for name in RUN_STAGES:
+        _stage(ctx, name, platform.stages[name])
+        if name in platform.after:
+            platform.after[name](ctx)
 
 
-def _wrap_up_steps(ctx: RunContext) -> list[tuple[str, StageFn]]:
+def _wrap_up_steps(ctx: RunContext, platform: Platform) -> list[tuple[str, StageFn]]:
     """Collect and report keep partial results (also after a signal: the tests that finished before it
     keep their results); teardown runs after any failure or interrupt. Isolation's re-runs need a run
     that was let finish."""
     interrupted = interrupts.requested()
     interrupts.wrapping_up()  # from here a signal no longer cancels a playbook: teardown must finish
-    steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", teardown.run)]
+    steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", platform.stages["teardown"])]
     if ctx.launches:
-        steps[:0] = [("collect", collect.run)] + ([] if interrupted else [("isolate", isolate.run)])
+        isolate = [] if interrupted or "isolate" not in platform.stages else ["isolate"]
+        steps[:0] = [(name, platform.stages[name]) for name in ("collect", *isolate)]
     return steps
 
 

@@ -1,4 +1,4 @@
-"""The stages of a k8s run, each a function of the run's context, run by pav.k8s.run in the usual order."""
+"""The stages of a k8s run, functions of the run's context; pav.k8s.platform gives them to the pipeline."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pav.ansible_exec import run_playbook
 from pav.context import RunContext
+from pav.stages.playbook import play
 from pav.stages.provision import terraform_env
 
 
@@ -16,15 +16,6 @@ def run(ctx: RunContext) -> str:
         return f"destroyed {len(destroyed)} resource(s)" if destroyed else "nothing to destroy"
     if not ctx.hosts:
         return "no hosts: nothing to remove"
-    outcome = run_playbook(
-        "teardown",
-        "teardown.yml",
-        ctx.inventory_file,
-        ctx.host_names,
-        ctx.run_dir / "ansible" / "teardown",
-        ctx.extravars(),
-        verbose=ctx.options.verbose,
-        limit=ctx.limit,
-    )
+    outcome = play(ctx, "teardown", "teardown.yml")
     left = sorted(outcome.failed_hosts)
     return "removed the run's work dir on every host" + (f" except {', '.join(left)}" if left else "")

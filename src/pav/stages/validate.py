@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pav import catalog
-from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.launches import HostView, Launch, plan_launches
 from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
-from pav.stages.configure import raise_for_hosts, record_hosts
+from pav.stages.playbook import play, raise_for_hosts, record_hosts
 
 
 def host_views(ctx: RunContext) -> list[HostView]:
@@ -43,16 +42,6 @@ def run(ctx: RunContext) -> str:
 
 
 def launch_tests(ctx: RunContext, launches: list[Launch], stage: str = "validate") -> None:
-    extravars = ctx.extravars() | {"pav_launches": [launch.to_var() for launch in launches]}
-    outcome = run_playbook(
-        stage,
-        "validate.yml",
-        ctx.inventory_file,
-        ctx.host_names,
-        ctx.run_dir / "ansible" / stage,
-        extravars,
-        verbose=ctx.options.verbose,
-        limit=ctx.limit,
-    )
+    outcome = play(ctx, stage, "validate.yml", {"pav_launches": [launch.to_var() for launch in launches]})
     record_hosts(ctx, outcome, stage)
     raise_for_hosts(ctx, outcome, stage)

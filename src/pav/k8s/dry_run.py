@@ -1,22 +1,12 @@
-"""--platform k8s: the usual stages, with jobs on a Kubernetes cluster instead of Ansible over SSH."""
+"""--platform k8s --dry-run: the plan and the manifests a run would submit (the run: pav.k8s.platform)."""
 
 from __future__ import annotations
 
-import sys
-
-from pav import interrupts, rundir
+from pav import rundir
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.k8s import provision, stages
 from pav.k8s.stages import manifests, workers
-from pav.pipeline import RUN_STAGES, StageFn, _stage, exit_code, guarded, wrap_up
-from pav.stages import report
-
-STAGE_FNS: dict[str, StageFn] = {
-    "provision": stages.provision_stage,
-    "configure": stages.configure_stage,
-    "validate": stages.validate_stage,
-}
 
 
 def dry_run(ctx: RunContext) -> int:
@@ -43,32 +33,3 @@ def dry_run(ctx: RunContext) -> int:
     lines += [f"  {p.name}" for p in written]
     print("\n".join(lines), flush=True)
     return 0
-
-
-def run(ctx: RunContext) -> int:
-    rundir.prepare(ctx.run_dir)
-    print(f"run dir: {ctx.run_dir}", flush=True)
-    code = execute(ctx)
-    print((ctx.run_dir / "summary.txt").read_text(), end="")
-    if ctx.results.error:
-        print(f"error: {ctx.results.error}", file=sys.stderr)
-    return code
-
-
-def execute(ctx: RunContext) -> int:
-    error: PavError | None = None
-    try:
-        error = guarded(ctx, _run_stages)
-    finally:
-        interrupts.wrapping_up()  # let teardown's kubectl and Terraform run after a signal
-        steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", stages.teardown_stage)]
-        if ctx.launches:
-            steps.insert(0, ("collect", stages.collect_stage))
-        error = wrap_up(ctx, error, steps)
-        report.write(ctx)
-    return exit_code(ctx, error)
-
-
-def _run_stages(ctx: RunContext) -> None:
-    for name in RUN_STAGES:
-        _stage(ctx, name, STAGE_FNS[name])

@@ -1,0 +1,19 @@
+"""--platform k8s in the one pipeline: jobs on a Kubernetes cluster instead of Ansible over SSH."""
+
+from __future__ import annotations
+
+from pav.k8s import stages
+from pav.platform import Platform
+
+
+def k8s() -> Platform:
+    return Platform(
+        "k8s",
+        {
+            "provision": stages.provision_stage,
+            "configure": stages.configure_stage,
+            "validate": stages.validate_stage,
+            "collect": stages.collect_stage,
+            "teardown": stages.teardown_stage,
+        },
+    )

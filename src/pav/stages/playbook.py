@@ -1,0 +1,57 @@
+"""A stage's playbook over the run's hosts, and what its outcome means for each host and for the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pav.ansible_exec import PlaybookOutcome, run_playbook
+from pav.context import RunContext
+from pav.errors import PavError
+
+
+def play(
+    ctx: RunContext, stage: str, playbook: str, extravars: dict[str, Any] | None = None
+) -> PlaybookOutcome:
+    """Run `playbook` for `stage` on the run's hosts; hosts the run went on without are left out."""
+    return run_playbook(
+        stage,
+        playbook,
+        ctx.inventory_file,
+        ctx.host_names,
+        ctx.run_dir / "ansible" / stage,
+        ctx.extravars() | (extravars or {}),
+        verbose=ctx.options.verbose,
+        limit=ctx.limit,
+    )
+
+
+def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
+    for name, record in ctx.results.hosts.items():
+        record.ansible[stage] = outcome.stats.get(name, {})
+        if name in outcome.unreachable:
+            record.status = "unreachable"
+        elif name in outcome.failures:
+            record.status = "failed"
+        elif record.status == "unknown":
+            record.status = "ok"
+        if stage == "configure":
+            record.changes = outcome.changes.get(name, [])
+            record.tuning_applied = ctx.apply_tuning
+
+
+def raise_for_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
+    """Unreachable hosts leave the run: up to --allow-missing of them it goes on without, and their tests
+    are error. A task that failed on a host that answered stops the run."""
+    for host, msg in outcome.unreachable.items():
+        lost = "is unreachable" if stage == "configure" else f"became unreachable during {stage}"
+        ctx.missing.setdefault(host, f"{lost}: {msg}")
+    ctx.hosts = [h for h in ctx.hosts if h.name not in ctx.missing]
+    if outcome.unreachable and (len(ctx.missing) > ctx.options.allow_missing or not ctx.hosts):
+        host = next(iter(outcome.unreachable))
+        others = f" (and {len(outcome.unreachable) - 1} more)" if len(outcome.unreachable) > 1 else ""
+        rest = f", or pass --allow-missing {len(ctx.missing)} to go on without it" if ctx.hosts else ""
+        raise PavError(f"host {host} {ctx.missing[host]}{others}; check its address, SSH user and key{rest}")
+    failures = {h: msgs for h, msgs in outcome.failures.items() if h not in ctx.missing}
+    if failures:
+        host, msgs = next(iter(failures.items()))
+        raise PavError(f"{stage} failed on {host}: {msgs[0]}")
