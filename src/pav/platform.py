@@ -26,8 +26,8 @@ class Platform:
 
 
 def hosts() -> Platform:
-    from pav import scrub
     from pav.ansible_exec import close_connections
+    from pav.secrets import scrub
     from pav.stages import collect, configure, isolate, provision, teardown, validate
 
     def facts_without_configure(ctx: RunContext) -> None:

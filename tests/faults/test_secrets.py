@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pav.scrub import scrub_text
+from pav.secrets.scrub import scrub_text
 from tests.faults.conftest import Configured, Sandbox
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from pav import catalog, paths
-from pav.thresholds.scaling import split_gates
 from pav.errors import PavError
 from pav.evaluate import evaluate_launch
 from pav.k8s import jobs, render
@@ -23,6 +22,7 @@ from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.launches import Launch
 from pav.thresholds import load_profile
+from pav.thresholds.scaling import split_gates
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

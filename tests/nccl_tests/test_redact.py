@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pav.nccl_tests.parse import parse_json_text
-from pav.nccl_tests.redact import (
+from pav.secrets.redact import (
     REDACTED,
     is_secret_name,
     redact_file,

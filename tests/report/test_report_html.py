@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from pav.thresholds import load_gates
 from pav.evaluate import evaluate_launch
 from pav.launches import Launch
 from pav.reporting import html
+from pav.thresholds import load_gates
 from tests.conftest import LocalRun
 
 FIXTURES = Path(__file__).resolve().parents[1] / "nccl_tests" / "fixtures"

@@ -1,4 +1,4 @@
-"""nccl-tests results: parse a log (parse.py), grade it (grade.py), scrub secrets from -J JSON (redact.py).
+"""nccl-tests results: parse a log (parse.py), grade it (grade.py); -J JSON redaction is pav.secrets.redact.
 
 record() is the stable per-log JSON object that check-nccl prints and scripts read; docs/check-nccl.md
 documents every field. Add fields if needed; never rename or drop one.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pav.nccl_tests.redact import redact_string, redact_text
+from pav.secrets.redact import redact_string, redact_text
 
 # (pattern on the test's reason, likely cause). First match wins, so the specific rules come first.
 RULES: tuple[tuple[str, str], ...] = (

@@ -8,12 +8,13 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from pav import interrupts, scrub
+from pav import interrupts
 from pav.context import RunContext
 from pav.evaluate import evaluate_launch
 from pav.reporting import history, html, junit, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
+from pav.secrets import scrub
 from pav.slurm.record import attach_jobs
 from pav.thresholds import auto_profile, load_gates, load_profile
 from pav.thresholds.apply import apply_derived, gates_record

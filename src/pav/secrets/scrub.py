@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from pav.context import RunContext
-from pav.nccl_tests.redact import is_secret_name, redact_text, secret_values
+from pav.secrets.redact import is_secret_name, redact_text, secret_values
 
 # Secret-named, but their values say where a secret is, not what it is (ansible_ssh_private_key_file).
 _LOCATION_SUFFIXES = ("_FILE", "_PATH", "_DIR")
