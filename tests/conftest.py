@@ -13,6 +13,18 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Fixtures that bring up sim hosts or run the whole pipeline: a test that uses one is slow, and
+# `scripts/test --fast` (pytest -m "not slow") leaves it out.
+HEAVY_FIXTURES = {
+    "local_run", "sim_deps", "slurm_cluster", "configured", "sandbox",  # the pipeline, sim clusters
+    "cluster", "applied", "sim_host",  # module-scoped sim hosts of tests/roles
+}  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @dataclass

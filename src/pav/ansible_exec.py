@@ -23,7 +23,13 @@ from pav.progress import Progress
 from pav.tools import require_tool
 
 # Host facts roles set for the driver (each role's "Record ..." task).
-FACT_KEYS = ("preflight_facts", "torch_payload_info", "nccl_tests_info", "mpi_info")
+FACT_KEYS = (
+    "preflight_facts",
+    "torch_payload_info",
+    "torch_payload_gpu_facts",
+    "nccl_tests_info",
+    "mpi_info",
+)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.results import RunResults
 from pav.settings import PLATFORMS, Settings, load_settings, settings_file
-from pav.thresholds import profile_path
+from pav.thresholds.profiles import profile_path
 
 EXIT_HELP = (
     "exit codes: 0 PASS, 1 FAIL, 2 could not run (bad input, unreachable host, missing tool), "

@@ -14,7 +14,7 @@ from pav.launches import Launch
 from pav.provisioning.state import state_dir
 from pav.results import RunResults
 from pav.settings import Settings
-from pav.thresholds import Gate
+from pav.thresholds.gate import Gate
 
 STAGES = ("provision", "configure", "validate", "collect", "isolate", "report", "teardown")
 

@@ -9,16 +9,15 @@ from typing import Any
 
 from pav.launches import Launch
 from pav.nccl_tests import record as nccl_record
-from pav.nccl_tests.grade import Gate as NcclGate
 from pav.nccl_tests.grade import grade as nccl_grade
 from pav.nccl_tests.parse import op_from_name, parse_text
 from pav.results import TestResult
-from pav.thresholds import Gate
+from pav.thresholds.gate import Gate
 
 TIMEOUT_RCS = {124, 137}
 
 
-NcclGates = Mapping[str, Sequence[NcclGate]]
+NcclGates = Mapping[str, Sequence[Gate]]  # collective -> its busbw gates
 
 
 def evaluate_launch(
@@ -128,7 +127,7 @@ def _judge_nccl_tests(
         "busbw_gbps": {str(r["size_bytes"]): _busbw(r) for r in rec["rows"]},
         "wrong_total": sum(r["wrong"] or 0 for r in rec["rows"]),
     }
-    result.threshold = {"nccl_tests": [vars(g) for g in gates.get(log.op or "", [])]}
+    result.threshold = {"nccl_tests": [g.nccl_record() for g in gates.get(log.op or "", [])]}
     rc = rcs[host]
     if grade.status == "pass" and rc != 0:
         result.status, result.reason = "fail", f"nccl-tests exited {rc}; see {_log(test_dir)}"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pav.thresholds import auto_profile
+from pav.thresholds.profiles import auto_profile
 
 REAL_RUN = Path(__file__).parents[1] / "report" / "fixtures" / "h200-2gpu-results.json"
 

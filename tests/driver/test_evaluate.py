@@ -9,7 +9,7 @@ from typing import Any
 from pav.evaluate import evaluate_launch
 from pav.launches import Launch
 from pav.results import TestResult, verdict_of
-from pav.thresholds import Gate
+from pav.thresholds.gate import Gate
 
 GATE = Gate("wrong_total", max=0)
 

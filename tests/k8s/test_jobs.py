@@ -21,7 +21,7 @@ from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.launches import Launch
-from pav.thresholds import load_profile
+from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 
 from pav.errors import PavError
-from pav.nccl_tests.grade import Gate, grade, parse_gates, parse_size, size_label
+from pav.nccl_tests.grade import grade
 from pav.nccl_tests.parse import parse_json_text, parse_text, read_log
+from pav.thresholds.gate import Gate
+from pav.thresholds.profiles import parse_nccl_gates as parse_gates
+from pav.units import parse_size, size_label
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 H100 = FIXTURES / "oci_h100_2node_all_reduce_perf.txt"
@@ -130,13 +133,13 @@ def test_cut_off_json_fails() -> None:
 
 
 def test_gate_pass_names_measured_and_required() -> None:
-    result = grade(read_log(H100), {"all_reduce": [Gate(8 * GIB, 337.5)]})
+    result = grade(read_log(H100), {"all_reduce": [Gate.busbw(8 * GIB, 337.5)]})
     assert result.status == "pass"
     assert "all_reduce 8G: busbw 463.90 >= 337.50 GB/s" in result.reason
 
 
 def test_gate_fail_names_measured_and_required() -> None:
-    result = grade(read_log(H100), {"all_reduce": [Gate(8 * GIB, 480.0)]})
+    result = grade(read_log(H100), {"all_reduce": [Gate.busbw(8 * GIB, 480.0)]})
     assert (result.status, result.reason) == (
         "fail",
         "all_reduce 8G: busbw 463.90 GB/s below the required 480.00 GB/s",
@@ -144,28 +147,28 @@ def test_gate_fail_names_measured_and_required() -> None:
 
 
 def test_gate_for_a_size_not_in_the_log_is_not_measured() -> None:
-    result = grade(read_log(H100), {"all_reduce": [Gate(32 * GIB, 100.0)]})
+    result = grade(read_log(H100), {"all_reduce": [Gate.busbw(32 * GIB, 100.0)]})
     assert result.status == "fail"
     assert "all_reduce 32G: not measured (the log's sizes: 1G..16G)" in result.reason
 
 
 def test_gates_for_other_collectives_leave_correctness_only() -> None:
     result = grade(
-        read_log(FIXTURES / "issue287_rtx5090_alltoall_perf.txt"), {"all_reduce": [Gate(8 * GIB, 1.0)]}
+        read_log(FIXTURES / "issue287_rtx5090_alltoall_perf.txt"), {"all_reduce": [Gate.busbw(8 * GIB, 1.0)]}
     )
     assert result.status == "pass"
 
 
 def test_gates_need_to_know_the_collective() -> None:
     log = parse_text(H100.read_text(), "run.log")
-    result = grade(log, {"all_reduce": [Gate(8 * GIB, 1.0)]})
+    result = grade(log, {"all_reduce": [Gate.busbw(8 * GIB, 1.0)]})
     assert result.status == "fail" and "cannot tell which collective" in result.reason
 
 
 def test_gate_matches_a_size_rounded_to_whole_elements() -> None:
     # 24 ranks: nccl-tests rounds 8G down to a multiple of 24 floats.
     text = H100.read_text().replace("  8589934592     2147483648", "  8589934560     2147483640")
-    result = grade(parse_text(text, "all_reduce_perf.log"), {"all_reduce": [Gate(8 * GIB, 337.5)]})
+    result = grade(parse_text(text, "all_reduce_perf.log"), {"all_reduce": [Gate.busbw(8 * GIB, 337.5)]})
     assert result.status == "pass", result.reason
 
 
@@ -177,7 +180,7 @@ def test_gate_uses_the_worst_row_of_a_size() -> None:
         "    34720  247.41  463.89      0\n# Out of bounds values",
     )
     log = parse_text(doubled, "all_reduce_perf.log")
-    result = grade(log, {"all_reduce": [Gate(8 * GIB, 337.5)]})
+    result = grade(log, {"all_reduce": [Gate.busbw(8 * GIB, 337.5)]})
     assert "busbw 300.00 GB/s below the required 337.50 GB/s" in result.reason
 
 
@@ -201,7 +204,7 @@ def test_size_label() -> None:
 
 def test_parse_gates() -> None:
     gates = parse_gates({"all_reduce": [{"size": "8G", "min_busbw_gbps": 300, "why": "x"}]}, "p.yml")
-    assert gates == {"all_reduce": [Gate(8 * GIB, 300.0, "x")]}
+    assert gates == {"all_reduce": [Gate.busbw(8 * GIB, 300.0, "x")]}
     assert parse_gates(None, "p.yml") == {}
 
 

@@ -14,6 +14,8 @@ import shutil
 import struct
 import subprocess
 import zlib
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,8 @@ import pytest
 
 from pav.evaluate import evaluate_launch
 from pav.launches import Launch
-from pav.reporting import html
-from pav.thresholds import load_gates
+from pav.reporting import gpu_grid, html
+from pav.thresholds.profiles import load_gates
 from tests.conftest import LocalRun
 
 FIXTURES = Path(__file__).resolve().parents[1] / "nccl_tests" / "fixtures"
@@ -195,3 +197,201 @@ def test_a_real_gpu_run_renders(tmp_path: Path) -> None:
         assert f"{op} bus bandwidth" in dom
     assert "payload gate 315 GB/s at 8G" in dom and "stroke-dasharray" in dom
     assert "2 x NVIDIA H200" in dom and "2.28.9" in dom
+
+
+PROBE_RESULTS = Path(__file__).parent / "fixtures" / "gpu-probe-results.json"
+OLD_RESULTS = Path(__file__).parent / "fixtures" / "h200-2gpu-results.json"
+GATE_COLUMNS = ["metric", "part", "basis", "value", "limit", "fraction", "min/max", "source", "status"]
+GPU0 = "GPU 0 (00000000:1B:00.0, GPU-5d1e3f2a-1b7c-4d8e-9f00-a1b2c3d4e5f6)"
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+@dataclass
+class Element:
+    tag: str
+    attrs: dict[str, str]
+    section: str  # the id of the innermost <section> it sits in
+    table: str  # the class of the innermost <table> it sits in
+    row: Element | None = None  # the <tr> it sits in
+    text: str = ""
+
+    @property
+    def classes(self) -> list[str]:
+        return self.attrs.get("class", "").split()
+
+
+class Page(HTMLParser):
+    """Every element of a page with its text, host section and table: enough to check cells by class."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[Element] = []
+        self.elements: list[Element] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = {k: v or "" for k, v in attrs}
+        parent = self.open[-1] if self.open else Element("", {}, "", "")
+        section = found.get("id", "") if tag == "section" else parent.section
+        table = found.get("class", "") if tag == "table" else parent.table
+        row = parent if parent.tag == "tr" else parent.row
+        element = Element(tag, found, section, table, None if tag == "table" else row)
+        self.elements.append(element)
+        if tag not in VOID:
+            self.open.append(element)
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self.open) - 1, -1, -1):
+            if self.open[i].tag == tag:
+                del self.open[i:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        for element in self.open:
+            element.text += data
+
+    def having(self, cls: str, section: str | None = None) -> list[Element]:
+        return [e for e in self.elements if cls in e.classes and section in (None, e.section)]
+
+    def rows(self, table: str) -> list[list[str]]:
+        """The text of each cell of every row of the tables of this class."""
+        out: dict[int, list[str]] = {}
+        for e in self.elements:
+            if e.tag in ("td", "th") and e.table == table and e.row is not None:
+                out.setdefault(id(e.row), []).append(e.text.strip())
+        return list(out.values())
+
+
+def probe_results() -> dict[str, Any]:
+    """A 4x H200 host whose GPU 2 fails its relative GEMM gate and whose pair 1 -> 3 fails both pair
+    gates, and a 1-GPU host of a model with no datasheet entry (its GEMM and HBM gates are missing)."""
+    return json.loads(PROBE_RESULTS.read_text())
+
+
+def test_gpu_grid_marks_exactly_the_failing_gpu_and_pair(tmp_path: Path) -> None:
+    page = Page(html.render(probe_results(), tmp_path))
+    assert len(page.having("gpu-row", "gpus-gpu-a")) == 4
+    assert len(page.having("gpu-row", "gpus-gpu-b")) == 1
+    failing = {(e.attrs["data-metric"], e.table) for e in page.having("gate-fail")}
+    assert failing == {("gemm_bf16_tflops.2", "gpu-grid"), ("p2p_gbps.1.3", "p2p")}
+    cells = {e.attrs["data-metric"]: e for e in page.having("gate-cell", "gpus-gpu-a")}
+    assert len(cells) == 4 * 4 + 4 * 3  # the grid, and every pair but the diagonal
+    assert len([e for e in page.elements if "diag" in e.classes and e.section == "gpus-gpu-a"]) == 4
+    gemm, pair = cells["gemm_bf16_tflops.2"], cells["p2p_gbps.1.3"]
+    assert gemm.text.startswith("690.4")
+    assert "min 703.1 = 0.9 x 781.2 (best GPU of the host: GPU 0 781.2)" in gemm.attrs["title"]
+    assert "absolute" not in gemm.attrs["title"]  # its absolute gate passes: only the failing one is named
+    assert "absolute: min 270 = 0.6 x 450 (18 NVLink4 links up to NVSwitch x 25 GB/s)" in pair.attrs["title"]
+    assert "relative: min 303.6 = 0.8 x 379.5" in pair.attrs["title"]
+    assert "background: #" in pair.attrs["style"] and "gate-pass" in cells["p2p_gbps.0.1"].classes
+    assert "best pair" in " ".join(e.text for e in page.having("heat-legend"))
+
+
+def test_one_gpu_host_missing_facts_and_gates_table(tmp_path: Path) -> None:
+    page = Page(html.render(probe_results(), tmp_path))
+    one = {e.attrs["data-metric"]: e.classes for e in page.having("gate-cell", "gpus-gpu-b")}
+    assert "gate-none" in one["gemm_bf16_tflops.0"] and "gate-pass" in one["h2d_gbps.0"]
+    assert [e.text for e in page.having("pairs-note", "gpus-gpu-b")] == ["pairs: not applicable (1 GPU)"]
+    assert not [
+        e for e in page.elements if e.tag == "table" and e.section == "gpus-gpu-b" and "p2p" in e.classes
+    ]
+    [box] = page.having("gates-missing")
+    assert box.section == "gpus-gpu-b"
+    assert "GPU model 'NVIDIA RTX PRO 6000 Blackwell Server Edition' has no entry in" in box.text
+    header = [e for e in page.elements if e.tag == "a" and e.attrs.get("href") == "#gpus"]
+    assert header, "the header points at the hosts that lack facts"
+    tables = [e for e in page.elements if e.tag == "details" and "gates" in e.classes]
+    titles = [t.text.split(":")[0].strip() for t in tables]
+    assert titles == [
+        "Gates of gpu_probe on gpu-a",
+        "Gates of gpu_probe on gpu-b",
+        "Gates of torch_nccl_allreduce on gpu-a",
+    ]
+    assert "3 failing" in tables[0].text and "open" in tables[0].attrs and "open" not in tables[1].attrs
+    rows = page.rows("gates-table")
+    assert rows[0] == GATE_COLUMNS
+    gemm = [r for r in rows if r[:3] == ["gemm_bf16_tflops.0", GPU0, "absolute"]]
+    source = "NVIDIA H200: 989.4 TFLOP/s dense bf16 (thresholds/hardware/gpus.yml)"
+    assert gemm == [
+        ["gemm_bf16_tflops.0", GPU0, "absolute", "781.2", "989.4", "0.65", "min 643.1", source, "pass"]
+    ]
+    failing = [r for r in rows if r[-1] == "fail"]
+    assert [r[0] for r in failing] == [
+        "p2p_gbps.1.3",
+        "gemm_bf16_tflops.2",
+        "p2p_gbps.1.3",
+    ]  # first in its table
+    # a profile's gate beside the derived ones computes nothing: "-" where it has no figure
+    assert ["wrong_total", "-", "-", "-", "-", "-", "max 0", "-", "-"] in rows
+    assert not [r for r in rows if r[0] in ("loss_ratio", "tokens_per_s_total")]  # train_gpu_single: no table
+
+
+def test_older_results_render_without_the_gpu_section(tmp_path: Path) -> None:
+    """No gpu_probe, no derived gates, `gates` absent or empty: the page is the one it always was."""
+    old = json.loads(OLD_RESULTS.read_text())
+    page = html.render(old, tmp_path)
+    assert page == html.render(old | {"gates": {}}, tmp_path)
+    for new in ('id="gpus"', "gate-cell", "gates-missing", "gpu-grid", "gates-table", "heat-legend"):
+        assert new not in page
+
+
+def test_gpu_section_escapes_what_results_json_says(tmp_path: Path) -> None:
+    results = probe_results()
+    probe = results["tests"][0]
+    probe["metrics"]["gpu"]["0"]["pci_bus_id"] = "<script>alert(1)</script>"
+    probe["threshold"]["gates"][1]["source"] = '"><img src=x onerror=alert(2)>'
+    results["gates"]["gpu-b"]["missing"] = ["<b>bold</b> & co"]
+    page = html.render(results, tmp_path)
+    assert "<script" not in page and "<img" not in page and "<b>bold" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;b&gt;bold&lt;/b&gt; &amp; co" in page
+    assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in page
+
+
+def test_cell_states_from_gate_statuses() -> None:
+    """Worst status wins; "not measured" is its own state; a profile gate (no status) colours nothing."""
+    derived = {"min": 10.0, "limit": 20.0, "fraction": 0.5, "basis": "absolute", "source": "spec"}
+    gates = {
+        "a.0": [derived | {"status": "pass"}, derived | {"status": "fail", "basis": "relative"}],
+        "a.1": [derived | {"status": "not measured"}],
+        "a.2": [{"metric": "a.2", "min": 5}],
+    }
+    fail, unmeasured, profile = (gpu_grid.cell(m, 1.0, gates) for m in ("a.0", "a.1", "a.2"))
+    assert (fail.state, fail.title) == ("fail", "fail, relative: min 10 = 0.5 x 20 (spec)")
+    assert unmeasured.state == "unmeasured"
+    assert (profile.state, profile.title) == ("none", "profile gate: min 5")
+    assert gpu_grid.cell("a.3", None, gates).state == "none"
+
+
+def test_pair_heat_scale_and_odd_metrics() -> None:
+    best = gpu_grid.heat_style(400.0, 400.0)
+    assert best.startswith("background: #08519c") and gpu_grid.heat_style(100.0, 400.0).startswith(
+        "background: #f7fbff"
+    )
+    assert gpu_grid.heat_style(None, 400.0) == ""
+    # GPUs named only by a count, a bool where a number belongs, pairs that are not a mapping
+    metrics = {"gpu_count": 2, "gemm_bf16_tflops": {"0": True}, "p2p_gbps": []}
+    host = gpu_grid.host_gpus("h", {"name": "gpu_probe", "status": "pass", "metrics": metrics}, {})
+    assert [r.index for r in host.rows] == ["0", "1"] and host.rows[0].cells[0].value is None
+    assert host.pairs is None and host.pairs_note == "pairs: not measured"
+    assert gpu_grid.section({"tests": [], "gates": {}}) is None
+
+
+def test_gpu_probe_report_renders_in_chromium(tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(html.render(probe_results(), tmp_path))
+    dom = check_rendered(page, tmp_path, "FAIL")
+    rendered = Page(dom)
+    assert {e.attrs["data-metric"] for e in rendered.having("gate-fail")} == {
+        "gemm_bf16_tflops.2",
+        "p2p_gbps.1.3",
+    }
+    assert "pairs: not applicable (1 GPU)" in dom and "GPUs and derived gates" in dom
+
+
+def test_a_skipped_gpu_probe_adds_no_section(tmp_path: Path) -> None:
+    """A host without GPUs (the local env on a CPU machine) skips gpu_probe: no GPU section for it."""
+    skipped = {"name": "gpu_probe", "hosts": ["localhost"], "status": "skipped", "reason": "no GPU"}
+    results = {"run_id": "r", "env": "local", "verdict": "PASS", "tests": [skipped], "gates": {}}
+    assert gpu_grid.section(results) is None
+    assert 'id="gpus"' not in html.render(results, tmp_path)

@@ -14,9 +14,11 @@ from typing import Any
 
 from pav.errors import PavError
 from pav.nccl_tests import record
-from pav.nccl_tests.grade import Gate, Grade, grade, size_label
+from pav.nccl_tests.grade import Grade, grade
 from pav.nccl_tests.parse import NcclLog, Placement, Row, read_log
-from pav.thresholds import load_gates
+from pav.thresholds.gate import Gate
+from pav.thresholds.profiles import load_gates
+from pav.units import size_label
 
 EXIT_PASS, EXIT_FAIL, EXIT_UNREADABLE = 0, 1, 2
 # Bus bandwidth (GB/s) is the number people compare with NVLink and NIC line rates, so the table shows it.

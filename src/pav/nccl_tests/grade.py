@@ -6,81 +6,22 @@ wrong elements, out-of-bounds values, a missing size. Nothing is skipped silentl
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pav.errors import PavError
-from pav.nccl_tests.parse import KNOWN_OPS, NcclLog, Row
+from pav.nccl_tests.parse import NcclLog, Row
+from pav.thresholds.gate import Gate
+from pav.units import size_label
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)\s*$", re.IGNORECASE)
-# Binary units, as nccl-tests' -b/-e read them: 8G is 8 GiB.
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 # nccl-tests rounds a size down to whole elements per rank; a gate matches a row this close to it.
 _SIZE_TOLERANCE = 1e-3
-_GATE_KEYS = {"size", "min_busbw_gbps", "why"}
-_OPS = ", ".join(KNOWN_OPS)
-
-
-@dataclass(frozen=True)
-class Gate:
-    size_bytes: int
-    min_busbw_gbps: float
-    why: str = ""
 
 
 @dataclass(frozen=True)
 class Grade:
     status: str  # "pass" or "fail"; "error" is for logs that could not be read at all
     reason: str
-
-
-def parse_size(value: Any) -> int:
-    """Bytes from an int or a string like 8G, 512M, 1.5K."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    match = _SIZE.match(str(value))
-    if not match:
-        raise ValueError(f"{value!r} is not a size (bytes, or a number with K, M, G or T)")
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
-
-
-def size_label(size: int) -> str:
-    for unit in ("T", "G", "M", "K"):
-        if size >= _UNITS[unit] and size % _UNITS[unit] == 0:
-            return f"{size // _UNITS[unit]}{unit}"
-    return f"{size}B"
-
-
-def parse_gates(raw: Any, where: str) -> dict[str, list[Gate]]:
-    """The nccl_tests: section of a threshold profile: op name -> list of {size, min_busbw_gbps}."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise PavError(f"{where}: 'nccl_tests' must map collectives ({_OPS}) to lists of gates")
-    gates: dict[str, list[Gate]] = {}
-    for op, entries in raw.items():
-        if op not in KNOWN_OPS:
-            raise PavError(f"{where}: unknown collective '{op}' under nccl_tests; known: {_OPS}")
-        if not isinstance(entries, list):
-            raise PavError(f"{where}: nccl_tests.{op} must be a list of {{size, min_busbw_gbps}} gates")
-        gates[str(op)] = [_gate(where, str(op), entry) for entry in entries]
-    return gates
-
-
-def _gate(where: str, op: str, entry: Any) -> Gate:
-    if not isinstance(entry, dict) or not {"size", "min_busbw_gbps"} <= entry.keys():
-        raise PavError(f"{where}: each gate of nccl_tests.{op} needs 'size' and 'min_busbw_gbps'")
-    unknown = sorted(set(entry) - _GATE_KEYS)
-    if unknown:
-        raise PavError(f"{where}: gate of nccl_tests.{op} has unknown key(s) {', '.join(unknown)}")
-    try:
-        return Gate(parse_size(entry["size"]), float(entry["min_busbw_gbps"]), str(entry.get("why", "")))
-    except (TypeError, ValueError) as exc:
-        fix = "use e.g. size: 8G, min_busbw_gbps: 300"
-        raise PavError(f"{where}: gate of nccl_tests.{op}: {exc}; {fix}") from None
 
 
 def grade(log: NcclLog, profile_gates: Mapping[str, Sequence[Gate]] | None = None) -> Grade:
@@ -191,12 +132,12 @@ def _gate_results(log: NcclLog, gates: Sequence[Gate]) -> tuple[list[str], list[
             sizes = sorted({r.size_bytes for r in log.rows})
             span = f"{size_label(sizes[0])}..{size_label(sizes[-1])}" if sizes else "none"
             fails.append(f"{label}: not measured (the log's sizes: {span}); run with -e at least that size")
-        elif measured < gate.min_busbw_gbps:
+        elif measured < (gate.min or 0.0):
             fails.append(
-                f"{label}: busbw {measured:.2f} GB/s below the required {gate.min_busbw_gbps:.2f} GB/s"
+                f"{label}: busbw {measured:.2f} GB/s below the required {(gate.min or 0.0):.2f} GB/s"
             )
         else:
-            notes.append(f"{label}: busbw {measured:.2f} >= {gate.min_busbw_gbps:.2f} GB/s")
+            notes.append(f"{label}: busbw {measured:.2f} >= {(gate.min or 0.0):.2f} GB/s")
     return fails, notes
 
 

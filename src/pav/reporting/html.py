@@ -15,7 +15,7 @@ import jinja2
 from markupsafe import Markup
 
 from pav.nccl_tests.grade import size_label
-from pav.reporting import causes, plots
+from pav.reporting import causes, gpu_grid, plots
 
 TEMPLATES = Path(__file__).parent / "templates"
 SUMMARY_ORDER = ("pass", "fail", "skipped", "error")  # as results.json's summary
@@ -58,6 +58,8 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "matrix_tests": tests,
         "cells": cells,
         "failures": causes.failures(results, run_dir, secrets),
+        "gpus": gpu_grid.section(results),
+        "gpu_columns": gpu_grid.COLUMNS,
         "busbw": plots.busbw_figures(results),
         "cross_check": results.get("cross_check") or [],
         "training": plots.training_figures(results),

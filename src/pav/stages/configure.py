@@ -21,7 +21,12 @@ def run(ctx: RunContext) -> str:
 
 def save_facts(ctx: RunContext, outcome: PlaybookOutcome) -> None:
     """preflight_facts plus what the other roles recorded, saved as hosts/NAME/facts.json."""
-    extras = {"torch_payload_info": "torch", "nccl_tests_info": "nccl_tests", "mpi_info": "mpi"}
+    extras = {
+        "torch_payload_info": "torch",
+        "torch_payload_gpu_facts": "gpus",  # NVML per-GPU facts and Xid lines (pav_payload facts)
+        "nccl_tests_info": "nccl_tests",
+        "mpi_info": "mpi",
+    }
     for name, found in outcome.facts.items():
         facts = dict(found.get("preflight_facts", {}))
         facts.update({short: found[key] for key, short in extras.items() if key in found})

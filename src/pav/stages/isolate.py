@@ -17,7 +17,8 @@ from pav.isolation import Step, Suspect, merge, pairs_first, to_record
 from pav.launches import Launch, cluster_launch
 from pav.results import TestResult
 from pav.stages import collect, report, validate
-from pav.thresholds import Gate, load_profile
+from pav.thresholds.gate import Gate
+from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 
 FAILED = ("fail", "error")

@@ -16,8 +16,8 @@ from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
 from pav.secrets import scrub
 from pav.slurm.record import attach_jobs
-from pav.thresholds import auto_profile, load_gates, load_profile
 from pav.thresholds.apply import apply_derived, gates_record
+from pav.thresholds.profiles import auto_profile, load_gates, load_profile
 from pav.thresholds.scaling import add_scaling, split_gates
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from pav import paths
 from pav.errors import PavError
+from pav.thresholds.gate import lookup
 from pav.thresholds.hardware import Gpu, HostHardware
-from pav.thresholds.profiles import lookup
 from pav.yamlfile import load_mapping
 
 SIZE = 8 << 30  # the largest size the collective tests measure (catalog.BIG_SIZES, nccl-tests -e 8G)

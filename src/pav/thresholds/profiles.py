@@ -4,48 +4,15 @@ profile's nccl-tests gates per collective."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pav import paths
 from pav.errors import PavError
-from pav.nccl_tests.grade import Gate as NcclGate
-from pav.nccl_tests.grade import parse_gates
+from pav.nccl_tests.parse import KNOWN_OPS
+from pav.thresholds.gate import Gate
+from pav.units import parse_size
 from pav.yamlfile import load_mapping
-
-
-@dataclass(frozen=True)
-class Gate:
-    metric: str
-    min: float | None = None
-    max: float | None = None
-    why: str = ""
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            k: v for k, v in (("metric", self.metric), ("min", self.min), ("max", self.max)) if v is not None
-        }
-
-    def check(self, metrics: dict[str, Any]) -> str:
-        """Empty when the gate holds, else the reason it does not."""
-        value = lookup(metrics, self.metric)
-        if value is None:
-            return f"{self.metric} was not measured"
-        if self.min is not None and value < self.min:
-            return f"{self.metric}={value:g} below the minimum {self.min:g}"
-        if self.max is not None and value > self.max:
-            return f"{self.metric}={value:g} above the maximum {self.max:g}"
-        return ""
-
-
-def lookup(metrics: dict[str, Any], dotted: str) -> float | None:
-    node: Any = metrics
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return float(node) if isinstance(node, int | float) else None
 
 
 def known_profiles() -> list[str]:
@@ -106,7 +73,7 @@ def _gate(path: Any, test: str, raw: Any) -> Gate:
         raise PavError(f"{path}: gate {raw.get('metric')} of {test}: min/max must be numbers") from None
 
 
-def load_gates(profile: str, section: str = "nccl_tests") -> dict[str, list[NcclGate]]:
+def load_gates(profile: str, section: str = "nccl_tests") -> dict[str, list[Gate]]:
     """The profile's nccl-tests gates, on top of the ones of the profile it extends.
 
     ``section`` is ``nccl_tests`` (one host's GPUs) or ``nccl_tests_inter_node`` (ranks across hosts).
@@ -114,4 +81,39 @@ def load_gates(profile: str, section: str = "nccl_tests") -> dict[str, list[Nccl
     path = profile_path(profile)
     data = load_mapping(path)
     base = load_gates(str(data["extends"]), section) if data.get("extends") else {}
-    return base | parse_gates(data.get(section), str(path))
+    return base | parse_nccl_gates(data.get(section), str(path))
+
+
+_GATE_KEYS = {"size", "min_busbw_gbps", "why"}
+_OPS = ", ".join(KNOWN_OPS)
+
+
+def parse_nccl_gates(raw: Any, where: str) -> dict[str, list[Gate]]:
+    """The nccl_tests: section of a threshold profile: op name -> list of {size, min_busbw_gbps}."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise PavError(f"{where}: 'nccl_tests' must map collectives ({_OPS}) to lists of gates")
+    gates: dict[str, list[Gate]] = {}
+    for op, entries in raw.items():
+        if op not in KNOWN_OPS:
+            raise PavError(f"{where}: unknown collective '{op}' under nccl_tests; known: {_OPS}")
+        if not isinstance(entries, list):
+            raise PavError(f"{where}: nccl_tests.{op} must be a list of {{size, min_busbw_gbps}} gates")
+        gates[str(op)] = [_nccl_gate(where, str(op), entry) for entry in entries]
+    return gates
+
+
+def _nccl_gate(where: str, op: str, entry: Any) -> Gate:
+    if not isinstance(entry, dict) or not {"size", "min_busbw_gbps"} <= entry.keys():
+        raise PavError(f"{where}: each gate of nccl_tests.{op} needs 'size' and 'min_busbw_gbps'")
+    unknown = sorted(set(entry) - _GATE_KEYS)
+    if unknown:
+        raise PavError(f"{where}: gate of nccl_tests.{op} has unknown key(s) {', '.join(unknown)}")
+    try:
+        return Gate.busbw(
+            parse_size(entry["size"]), float(entry["min_busbw_gbps"]), str(entry.get("why", ""))
+        )
+    except (TypeError, ValueError) as exc:
+        fix = "use e.g. size: 8G, min_busbw_gbps: 300"
+        raise PavError(f"{where}: gate of nccl_tests.{op}: {exc}; {fix}") from None

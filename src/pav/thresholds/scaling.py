@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pav.results import TestResult
-from pav.thresholds.profiles import Gate
+from pav.thresholds.gate import Gate
 
 DERIVED = {"scaling_efficiency"}
 # DDP test -> (its 1-GPU baseline, the throughput compared): tokens for language models, samples for images.

@@ -1,0 +1,348 @@
+"""The GPU section of report.html: gpu_probe's GPU x metric grid and pair heatmap, and the derived gates.
+
+Everything here is plain data that templates/report.html.j2 loops over. The template autoescapes, so no
+string from results.json is turned into HTML here; the only markup-like strings built here (the heatmap's
+inline style) come from numbers.
+
+A cell's state comes from the gates in its test's `threshold.gates` that name the cell's metric path
+(`gemm_bf16_tflops.3`, `p2p_gbps.1.3`): derived gates carry `status` and `value`; profile gates do not,
+so they colour nothing (their verdict is the test's own status).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PROBE = "gpu_probe"
+COLUMNS = (
+    ("gemm_bf16_tflops", "GEMM bf16 TFLOP/s"),
+    ("hbm_copy_gbps", "HBM copy GB/s"),
+    ("h2d_gbps", "H2D GB/s"),
+    ("d2h_gbps", "D2H GB/s"),
+)
+PAIRS = "p2p_gbps"
+# A cell's state, worst first: one failing gate marks the cell, whatever its other gates say.
+STATES = ("fail", "unmeasured", "pass", "none")
+STATUS_STATE = {"fail": "fail", "not measured": "unmeasured", "pass": "pass"}
+STATUS_CLASS = {"fail": "s-fail", "not measured": "s-error", "pass": "s-pass"}
+# The heatmap: a pair's copy as a share of the host's best pair. At or below HEAT_FLOOR every pair is
+# equally bad, so the scale spends its range where healthy pairs differ (a lost NVLink halves a pair).
+HEAT_FLOOR = 0.5
+HEAT_LOW, HEAT_HIGH = (247, 251, 255), (8, 81, 156)  # ColorBrewer Blues: readable when printed grey
+HEAT_DARK = 0.55  # from this share of the scale on, the text turns white
+LEGEND_STEPS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+@dataclass(frozen=True)
+class Cell:
+    metric: str  # the dotted metric path the gates name
+    value: float | None
+    state: str  # fail | unmeasured | pass | none (no gate with a status covers it)
+    title: str  # the gates' reasons, for hover
+    style: str = ""  # the heatmap colour (pair cells only)
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    index: str
+    bus_id: str
+    uuid: str  # shortened: enough to tell GPUs apart, the full one is in the title
+    full_uuid: str
+    cells: list[Cell]
+
+
+@dataclass(frozen=True)
+class LegendStep:
+    label: str
+    style: str
+
+
+@dataclass(frozen=True)
+class PairMatrix:
+    gpus: list[str]
+    rows: list[tuple[str, list[Cell | None]]]  # (source GPU, one cell per destination; None on the diagonal)
+    best: float
+    legend: list[LegendStep]
+
+
+@dataclass(frozen=True)
+class HostGpus:
+    host: str
+    status: str  # gpu_probe's status; "" when it did not run on this host
+    reason: str
+    models: str
+    rows: list[GpuRow]
+    pairs: PairMatrix | None
+    pairs_note: str  # why there is no matrix
+    missing: list[str]  # facts the host's gates need and lack (results.json `gates`)
+    facts: str  # the facts its gates came from
+    note: str
+
+
+@dataclass(frozen=True)
+class GateRow:
+    metric: str
+    part: str
+    basis: str
+    value: Any
+    limit: Any
+    fraction: Any
+    bound: str  # "min 643.1" / "max 0"
+    source: str
+    status: str
+    status_class: str
+
+
+@dataclass(frozen=True)
+class GateTable:
+    test: str
+    where: str
+    status: str
+    rows: list[GateRow]
+    failing: int
+
+
+@dataclass(frozen=True)
+class GpuSection:
+    hosts: list[HostGpus] = field(default_factory=list)
+    gate_tables: list[GateTable] = field(default_factory=list)
+
+    @property
+    def missing_hosts(self) -> list[str]:
+        return [h.host for h in self.hosts if h.missing]
+
+
+def section(results: dict[str, Any]) -> GpuSection | None:
+    """The section's data, or None when the run has neither gpu_probe, derived gates nor a gates record:
+    an older results.json renders as it always did."""
+    records = _gate_records(results)
+    probes = _probes(results)
+    hosts = [host_gpus(h, probes.get(h), records.get(h) or {}) for h in _hosts(results, probes, records)]
+    tables = gate_tables(results)
+    return GpuSection(hosts, tables) if hosts or tables else None
+
+
+def host_gpus(host: str, probe: dict[str, Any] | None, record: dict[str, Any]) -> HostGpus:
+    metrics = _dict((probe or {}).get("metrics"))
+    gates = _gates_by_metric(probe or {})
+    gpus = gpu_indices(metrics)
+    pairs = pair_matrix(metrics, gpus, gates) if len(gpus) >= 2 else None
+    return HostGpus(
+        host=host,
+        status=str((probe or {}).get("status", "")),
+        reason=str((probe or {}).get("reason", "")),
+        models=_models(metrics),
+        rows=grid(metrics, gpus, gates),
+        pairs=pairs,
+        pairs_note=_pairs_note(probe, gpus, pairs),
+        missing=[str(m) for m in record.get("missing") or []],
+        facts=_facts(record),
+        note=str(record.get("note") or ""),
+    )
+
+
+def grid(metrics: dict[str, Any], gpus: list[str], gates: dict[str, list[dict[str, Any]]]) -> list[GpuRow]:
+    """One row per GPU, one cell per COLUMNS metric."""
+    info = _dict(metrics.get("gpu"))
+    rows = []
+    for idx in gpus:
+        gpu = _dict(info.get(idx))
+        uuid = str(gpu.get("uuid") or "")
+        cells = [cell(f"{key}.{idx}", _number(_dict(metrics.get(key)).get(idx)), gates) for key, _ in COLUMNS]
+        rows.append(GpuRow(idx, str(gpu.get("pci_bus_id") or "-"), short_uuid(uuid), uuid, cells))
+    return rows
+
+
+def pair_matrix(
+    metrics: dict[str, Any], gpus: list[str], gates: dict[str, list[dict[str, Any]]]
+) -> PairMatrix | None:
+    """Source GPU x destination GPU, coloured by each pair's share of the host's best pair."""
+    measured = {
+        (str(src), str(dst)): number
+        for src, row in _dict(metrics.get(PAIRS)).items()
+        for dst, raw in _dict(row).items()
+        if (number := _number(raw)) is not None
+    }
+    if not measured:
+        return None
+    best = max(measured.values())
+    rows = []
+    for src in gpus:
+        cells: list[Cell | None] = []
+        for dst in gpus:
+            if src == dst:
+                cells.append(None)
+                continue
+            value = measured.get((str(src), str(dst)))
+            base = cell(f"{PAIRS}.{src}.{dst}", value, gates)
+            cells.append(Cell(base.metric, value, base.state, base.title, heat_style(value, best)))
+        rows.append((src, cells))
+    return PairMatrix(gpus, rows, best, heat_legend(best))
+
+
+def cell(metric: str, value: float | None, gates: dict[str, list[dict[str, Any]]]) -> Cell:
+    covering = gates.get(metric, [])
+    state = gate_state(covering)
+    shown = (
+        [g for g in covering if STATUS_STATE.get(str(g.get("status"))) == state] if state != "none" else []
+    )
+    title = "; ".join(gate_reason(g) for g in shown or covering)
+    return Cell(metric, value, state, title or "no gate covers this figure")
+
+
+def gate_state(gates: list[dict[str, Any]]) -> str:
+    found = {STATUS_STATE.get(str(g.get("status"))) for g in gates if "status" in g}
+    return next((s for s in STATES if s in found), "none")
+
+
+def gate_reason(gate: dict[str, Any]) -> str:
+    """ "relative: min 702 = 0.9 x 780 (best GPU of the host: GPU 0 780.0)"; a profile gate has no
+    fraction or limit, so just its bound."""
+    bound = gate_bound(gate)
+    if _number(gate.get("fraction")) is not None and _number(gate.get("limit")) is not None:
+        bound += f" = {_fmt(gate['fraction'])} x {_fmt(gate['limit'])}"
+    if gate.get("source"):
+        bound += f" ({gate['source']})"
+    status = gate.get("status")
+    where = f"{gate['basis']}: " if gate.get("basis") else "profile gate: "
+    return f"{status}, {where}{bound}" if status else f"{where}{bound}"
+
+
+def gate_bound(gate: dict[str, Any]) -> str:
+    bounds = [f"{k} {_fmt(gate[k])}" for k in ("min", "max") if _number(gate.get(k)) is not None]
+    return ", ".join(bounds) or "-"
+
+
+def gate_tables(results: dict[str, Any]) -> list[GateTable]:
+    """One table per test that has derived gates (they carry a `basis`): every gate of the test, failing
+    first; a profile gate's columns that it lacks show "-"."""
+    tables = []
+    for test in results.get("tests") or []:
+        gates = [g for g in _dict(test.get("threshold")).get("gates") or [] if isinstance(g, dict)]
+        if not any("basis" in g for g in gates):
+            continue
+        rows = sorted((gate_row(g) for g in gates), key=lambda r: _STATUS_RANK.get(r.status, 3))
+        failing = sum(r.status in ("fail", "not measured") for r in rows)
+        where = ", ".join(str(h) for h in test.get("hosts") or [])
+        tables.append(GateTable(str(test.get("name")), where, str(test.get("status", "")), rows, failing))
+    return tables
+
+
+_STATUS_RANK = {"fail": 0, "not measured": 1, "pass": 2}
+
+
+def gate_row(gate: dict[str, Any]) -> GateRow:
+    status = str(gate.get("status") or "-")
+    return GateRow(
+        metric=str(gate.get("metric", "-")),
+        part=str(gate.get("part") or "-"),
+        basis=str(gate.get("basis") or "-"),
+        value=gate.get("value"),
+        limit=gate.get("limit"),
+        fraction=gate.get("fraction"),
+        bound=gate_bound(gate),
+        source=str(gate.get("source") or "-"),
+        status=status,
+        status_class=STATUS_CLASS.get(status, ""),
+    )
+
+
+def heat_style(value: float | None, best: float) -> str:
+    if value is None or best <= 0:
+        return ""
+    share = min(1.0, max(0.0, (value / best - HEAT_FLOOR) / (1 - HEAT_FLOOR)))
+    red, green, blue = (round(lo + (hi - lo) * share) for lo, hi in zip(HEAT_LOW, HEAT_HIGH, strict=True))
+    text = "#fff" if share >= HEAT_DARK else "#222"
+    return f"background: #{red:02x}{green:02x}{blue:02x}; color: {text}"
+
+
+def heat_legend(best: float) -> list[LegendStep]:
+    steps = [
+        LegendStep(f"{'≤ ' if share == HEAT_FLOOR else ''}{share:.0%}", heat_style(share * best, best))
+        for share in LEGEND_STEPS
+    ]
+    return [*steps[:-1], LegendStep(f"100% = {_fmt(best)} GB/s (best pair)", steps[-1].style)]
+
+
+def gpu_indices(metrics: dict[str, Any]) -> list[str]:
+    """Every GPU the probe counts or names in any of its figures, in index order: a counted GPU that
+    reported nothing still gets its row."""
+    found: set[str] = set()
+    for key in ("gpu", PAIRS, *(k for k, _ in COLUMNS)):
+        found |= {str(k) for k in _dict(metrics.get(key))}
+    count = metrics.get("gpu_count")
+    if isinstance(count, int) and not isinstance(count, bool):
+        found |= {str(i) for i in range(count)}
+    return sorted(found, key=lambda k: (0, int(k), "") if k.isdigit() else (1, 0, k))
+
+
+def short_uuid(uuid: str) -> str:
+    """ "GPU-5d1e3f2a-..." -> "GPU-5d1e3f2a…": the first group tells a host's GPUs apart."""
+    return uuid if len(uuid) <= 13 else uuid[:12] + "…"
+
+
+def _pairs_note(probe: dict[str, Any] | None, gpus: list[str], pairs: PairMatrix | None) -> str:
+    if probe is None:
+        return ""
+    if len(gpus) == 1:
+        return "pairs: not applicable (1 GPU)"
+    if not gpus:
+        return "gpu_probe reported no GPU figures"
+    return "" if pairs else "pairs: not measured"
+
+
+def _hosts(
+    results: dict[str, Any], probes: dict[str, dict[str, Any]], records: dict[str, dict[str, Any]]
+) -> list[str]:
+    """Hosts with a gpu_probe result or a gates record, in results.json's host order."""
+    wanted = set(probes) | {h for h, rec in records.items() if rec.get("missing") or rec.get("note")}
+    order = [*(results.get("hosts") or {}), *probes, *records]
+    return [h for i, h in enumerate(order) if h in wanted and h not in order[:i]]
+
+
+def _probes(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each host's gpu_probe result (the first, should a host have two). A skipped probe ("no GPU")
+    measured nothing: the hosts x tests matrix already says so."""
+    found: dict[str, dict[str, Any]] = {}
+    for test in results.get("tests") or []:
+        hosts = test.get("hosts") or []
+        if test.get("name") == PROBE and len(hosts) == 1 and test.get("status") != "skipped":
+            found.setdefault(str(hosts[0]), test)
+    return found
+
+
+def _gate_records(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(h): rec for h, rec in _dict(results.get("gates")).items() if isinstance(rec, dict)}
+
+
+def _gates_by_metric(test: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for gate in _dict(test.get("threshold")).get("gates") or []:
+        if isinstance(gate, dict) and gate.get("metric"):
+            out.setdefault(str(gate["metric"]), []).append(gate)
+    return out
+
+
+def _models(metrics: dict[str, Any]) -> str:
+    names = [str(_dict(g).get("name")) for g in _dict(metrics.get("gpu")).values() if _dict(g).get("name")]
+    return ", ".join(f"{names.count(n)} x {n}" for n in dict.fromkeys(names))
+
+
+def _facts(record: dict[str, Any]) -> str:
+    facts = {"profile": record.get("profile"), **_dict(record.get("facts_used"))}
+    return " · ".join(f"{k} {v}" for k, v in facts.items() if v not in (None, "", [], {}))
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _fmt(value: Any) -> str:
+    return f"{float(value):.4g}" if _number(value) is not None else str(value)
