@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from pav import cli, paths
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # hundreds of generated inputs through the real CLI
+
 BASES = {
     "inventory": "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n",
     "group_vars": (ROOT / "inventories" / "sim" / "group_vars" / "all.yml").read_text(),

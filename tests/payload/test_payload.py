@@ -188,6 +188,7 @@ def collectives(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Co
     )
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_collectives_all_ops_pass(collectives: tuple[subprocess.CompletedProcess[str], Reports]) -> None:
     proc, reports = collectives
     assert proc.returncode == 0
@@ -210,6 +211,7 @@ def test_collectives_all_ops_pass(collectives: tuple[subprocess.CompletedProcess
             assert 0 < times["min"] <= times["median"] <= times["max"]
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_collectives_sizes_follow_nccl_tests(
     collectives: tuple[subprocess.CompletedProcess[str], Reports],
 ) -> None:
@@ -222,6 +224,7 @@ def test_collectives_sizes_follow_nccl_tests(
     assert ("all_gather", 1024) in sizes and ("all_reduce", 4) in sizes and ("all_gather", 8) in sizes
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_collectives_busbw_factors(collectives: tuple[subprocess.CompletedProcess[str], Reports]) -> None:
     _, reports = collectives
     expected = {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5, "all_to_all": 0.5}
@@ -232,6 +235,7 @@ def test_collectives_busbw_factors(collectives: tuple[subprocess.CompletedProces
         assert result["algbw_gbps"] == pytest.approx(algbw)
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_collectives_wrong_result_fails(tmp_path: Path) -> None:
     proc, reports = torchrun(tmp_path, "collectives", "--ops", "all_reduce,all_to_all", "--inject-wrong", "1")
     assert proc.returncode != 0
@@ -241,6 +245,7 @@ def test_collectives_wrong_result_fails(tmp_path: Path) -> None:
     assert all(r["wrong"] == 1 for r in corrupted["metrics"]["results"])
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_error_leaves_report_and_exit_2(tmp_path: Path) -> None:
     # bfloat16 is refused on CPU after the (one-rank, storeless) process group is up: the error path
     # must still tear down and report.
@@ -253,6 +258,7 @@ def test_error_leaves_report_and_exit_2(tmp_path: Path) -> None:
 # --- train ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 @pytest.mark.parametrize("model", ["mlp", "transformer"])
 def test_train_ddp_learns(tmp_path: Path, model: str) -> None:
     args = ["train", "--model", model, "--steps", "6", "--seq-len", "32", "--batch-size", "16"]
@@ -272,6 +278,7 @@ def test_train_ddp_learns(tmp_path: Path, model: str) -> None:
     assert reports[0]["metrics"]["param_checksum"] == reports[1]["metrics"]["param_checksum"]
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_train_fsdp_learns(tmp_path: Path) -> None:
     dims = ["--d-model", "64", "--layers", "2", "--seq-len", "16", "--batch-size", "8"]
     proc, reports = torchrun(
@@ -303,6 +310,7 @@ def test_resnet50_is_the_standard_architecture() -> None:
     assert ResNet50(8)(torch.randn(2, 3, 32, 32)).shape == (2, 1000)
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_train_resnet50_ddp_learns(tmp_path: Path) -> None:
     dims = ["--d-model", "8", "--image-size", "32", "--batch-size", "8"]
     proc, reports = torchrun(tmp_path, "train", "--mode", "ddp", "--model", "resnet50", "--steps", "8", *dims)
@@ -317,6 +325,7 @@ def test_train_resnet50_ddp_learns(tmp_path: Path) -> None:
     assert reports[0]["metrics"]["param_checksum"] == reports[1]["metrics"]["param_checksum"]
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 @pytest.mark.parametrize("mode", ["ddp", "fsdp"])
 def test_train_diverged_replicas_fail(tmp_path: Path, mode: str) -> None:
     # Under FSDP the skew hits rank 1's gathered copy, as a corrupt all-gather would.
@@ -329,6 +338,7 @@ def test_train_diverged_replicas_fail(tmp_path: Path, mode: str) -> None:
         )
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_train_single_without_torchrun(tmp_path: Path) -> None:
     proc, report = python_m(tmp_path, "train", "--mode", "single", "--steps", "6", "--test-id", "solo")
     assert proc.returncode == 0
@@ -337,12 +347,14 @@ def test_train_single_without_torchrun(tmp_path: Path) -> None:
     assert not math.isnan(report["metrics"]["loss_last"])
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_train_fsdp_bf16_needs_cuda(tmp_path: Path) -> None:
     proc, report = python_m(tmp_path, "train", "--mode", "fsdp", "--fsdp-bf16", "--steps", "2")
     assert proc.returncode == 2
     assert report["status"] == "error" and "--fsdp-bf16 needs CUDA" in report["reason"]
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_train_that_does_not_learn_fails(tmp_path: Path) -> None:
     proc, report = python_m(tmp_path, "train", "--mode", "single", "--steps", "3", "--lr", "0")
     assert proc.returncode == 1

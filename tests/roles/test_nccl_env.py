@@ -11,6 +11,8 @@ import yaml
 
 from tests.k8s.test_fabric import derive_with_ansible
 
+pytestmark = pytest.mark.slow  # real ansible-playbook runs
+
 HCAS = [f"mlx5_{i}" for i in range(8)] + ["irdma0"]  # 8 ConnectX (Nebius' H100 nodes) and a non-mlx5 NIC
 
 

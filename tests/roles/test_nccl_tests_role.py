@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real ansible-playbook runs
+
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = """\
 - name: Run the nccl_tests role

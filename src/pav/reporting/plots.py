@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pav.nccl_tests.grade import size_label
 from pav.reporting.compare import NCCL_TO_PAYLOAD
 from pav.reporting.svg import PALETTE, Bar, Chart, GateLine, Series, bar_chart, size_chart
+from pav.units import size_label
 
 MEASURED = ("pass", "fail")  # statuses whose metrics are real measurements
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 
-from pav.nccl_tests.grade import size_label
+from pav.units import size_label
 
 # Colour-blind-safe (Okabe-Ito); series beyond it cycle.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
