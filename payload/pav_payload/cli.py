@@ -1,12 +1,14 @@
-"""Command line: ``python -m pav_payload {collectives,train} ...``, usually under torchrun."""
+"""Command line: ``python -m pav_payload {collectives,train,probe,facts} ...``, usually under torchrun."""
 
 import argparse
 import sys
 
 from pav_payload.bandwidth import OPS
 from pav_payload.collectives import DTYPES, run_collectives
+from pav_payload.gpu_facts import print_facts
 from pav_payload.models import MODELS, SIZES
 from pav_payload.parallel import MODES
+from pav_payload.probe import run_probe
 from pav_payload.runner import run
 from pav_payload.runtime import BACKENDS
 from pav_payload.train import resolve_train_args, run_train
@@ -100,12 +102,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="FOR TESTING ONLY: perturb this rank's parameters after training",
     )
     train.set_defaults(handler=run_train, kind="train", resolve=resolve_train_args)
+
+    probe = commands.add_parser(
+        "probe",
+        parents=[common],
+        help="one process per host: all GPUs' bf16 GEMM, HBM and host copies at once, then each pair's copy",
+    )
+    probe.add_argument("--gemm-n", type=int, default=8192, help="square bf16 matmul size (default 8192)")
+    probe.add_argument("--hbm-mib", type=int, default=1024, help="device-to-device copy within a GPU, MiB")
+    probe.add_argument("--host-mib", type=int, default=256, help="pinned host<->device copy, MiB")
+    probe.add_argument("--p2p-mib", type=int, default=256, help="copy from one GPU to another, MiB")
+    probe.add_argument("--warmup", type=int, default=3)
+    probe.add_argument("--iters", type=int, default=10, help="timed repeats; the median is reported")
+    probe.add_argument("--test-id", default="probe")
+    probe.set_defaults(handler=run_probe, kind="probe")
+
+    # Not a runner subcommand: no rank report, one JSON object on stdout (the torch_payload role reads it).
+    facts = commands.add_parser(
+        "facts", help="per-GPU facts from NVML (else nvidia-smi) and Xid lines, as JSON"
+    )
+    facts.set_defaults(direct=print_facts)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    direct = getattr(args, "direct", None)
+    if direct is not None:
+        return int(direct(args))
     resolve = getattr(args, "resolve", None)
     if resolve is not None:
         try:

@@ -1,0 +1,672 @@
+"""``python -m pav_payload facts``: the parsers on real-looking tool output, the NVML reader driven by a
+stand-in that behaves as pynvml does, and the subcommand run for real on this GPU-less machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any, ClassVar
+
+import pytest
+
+PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
+sys.path.insert(0, str(PAYLOAD))
+
+from pav_payload import gpu_facts  # noqa: E402
+from pav_payload.cli import main  # noqa: E402
+from pav_payload.gpu_facts import (  # noqa: E402
+    SMI_FIELDS,
+    CommandResult,
+    GpuFacts,
+    collect,
+    decode_clock_reasons,
+    device_from_smi,
+    invalid_smi_field,
+    normalize_bus_id,
+    parse_smi_csv,
+    parse_xid_lines,
+    read_nvidia_smi,
+    read_nvml,
+    scan_xid,
+    strip_ansi,
+)
+
+TOP_KEYS = {"source", "driver", "nvml_version", "missing", "devices", "xid"}
+DEVICE_KEYS = {
+    "index", "name", "uuid", "pci_bus_id", "memory_total_mib", "sm_clock_max_mhz", "pcie", "nvlink", "ecc",
+    "remapped_rows", "clock_event_reasons", "power", "missing",
+}  # fmt: skip
+LINK_KEYS = {"link", "up", "remote_bus_id", "remote_type", "speed_mbps"}
+NO_NVLINK = {"version": None, "links_total": 0, "links_up": 0, "links": []}
+UNKNOWN_NVLINK = {"version": None, "links_total": None, "links_up": None, "links": []}
+
+# nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits on an 8x H100 SXM (HGX) node, first two
+# GPUs; driver 570. GPU 1 idles with PCIe trained down to gen1 (power saving, not a fault).
+H100_SXM_CSV = (
+    "0, NVIDIA H100 80GB HBM3, GPU-3f1c2b9e-7a4d-5e10-9c21-8b6f0d4e2a11, 00000000:18:00.0, 81559, 1980, "
+    "5, 5, 16, 16, Enabled, 0, 0, 0, 0, No, No, 0x0000000000000001, 700.00, 700.00, 570.133.20\n"
+    "1, NVIDIA H100 80GB HBM3, GPU-a07e51d2-19c4-4b8e-b7f3-2d6c90e1f5a4, 00000000:2A:00.0, 81559, 1980, "
+    "1, 5, 16, 16, Enabled, 0, 0, 2, 0, No, No, 0x0000000000000005, 700.00, 700.00, 570.133.20\n"
+)
+# The same on an H200 node where GPU 0 waits for a reset to remap a row, and a driver (550) that predates
+# remapped_rows.failure in --query-gpu but knows the rest.
+H200_FIELDS = [f.query for f in SMI_FIELDS if f.query != "remapped_rows.failure"]
+H200_CSV = (
+    "0, NVIDIA H200, GPU-6b2d7c10-5e3f-4a91-8c0d-f1e2a3b4c5d6, 00000000:1B:00.0, 143771, 1980, 5, 5, 16, 16, "
+    "Enabled, 1, 1, 0, 1, Yes, 0x0000000000000000, 700.00, 700.00, 550.127.05\n"
+    "1, NVIDIA H200, GPU-0c9e8d7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f, 00000000:43:00.0, 143771, 1980, 5, 5, 16, 16, "
+    "Enabled, [N/A], [N/A], [Not Supported], [Not Supported], [Not Supported], 0x0000000000000044, 650.00, "
+    "700.00, 550.127.05\n"
+)
+# As the NVIDIA driver writes them to the kernel log: dmesg (one with --color's escape codes) and journalctl.
+FELL_OFF = "NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+DMESG = (
+    "[    4.118277] nvidia-nvlink: Nvlink Core is being initialized, major device number 508\n"
+    f"\x1b[32m[  305.412345] \x1b[0m{FELL_OFF}\n"
+    "[  305.412399] NVRM: GPU 0000:1b:00.0: GPU has fallen off the bus.\n"
+    "[ 1021.004512] NVRM: Xid (PCI:0000:9d:00): 48, pid=2717, name=python3, An uncorrectable double bit "
+    "error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.\n"
+    "[ 1022.110022] NVRM: Xid (PCI:0000:9d:00): 63, pid=2717, name=python3, Row Remapper: New row "
+    "(0x00000000000e7a60) marked for remapping, reset gpu to activate.\n"
+    "[ 2033.118822] NVRM: Xid (PCI:0000:cb:00 GPU-I:05): 43, pid=5512, name=python, Ch 00000008\n"
+)
+JOURNAL = (
+    "Mar 04 10:12:55 gpu-node-3 kernel: NVRM: Xid (PCI:0000:18:00): 119, pid=3371, name=nvidia-smi, Timeout "
+    "after 6s of waiting for RPC response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL).\n"
+    "Mar 04 10:12:56 gpu-node-3 kernel: NVRM: GPU0 GSP RPC buffer contains function 76 (GSP_RM_CONTROL)\n"
+)
+
+
+# --- parsers ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("00000000:1B:00.0", "00000000:1B:00.0"),
+        ("0000:1b:00.0", "00000000:1B:00.0"),
+        ("0000:1b:00", "00000000:1B:00.0"),
+        ("1b:00.0", "00000000:1B:00.0"),
+        ("00000001:c3:1f.7", "00000001:C3:1F.7"),
+        ("not a bus", "not a bus"),
+    ],
+)
+def test_normalize_bus_id(text: str, expected: str) -> None:
+    assert normalize_bus_id(text) == expected
+
+
+def test_decode_clock_reasons() -> None:
+    assert decode_clock_reasons(0) == []
+    assert decode_clock_reasons(0x1) == ["gpu_idle"]
+    assert decode_clock_reasons(0x4 | 0x40 | 0x80) == [
+        "sw_power_cap", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+    ]  # fmt: skip
+    assert decode_clock_reasons(0x1FF) == list(gpu_facts.CLOCK_EVENT_REASONS.values())
+    # A bit newer drivers set (0x200: board limit) is kept, not dropped.
+    assert decode_clock_reasons(0x208) == ["hw_slowdown", "unknown_0x200"]
+
+
+def test_parse_xid_lines_from_dmesg() -> None:
+    events = parse_xid_lines(DMESG)
+    assert [(e.xid, e.pci_bus_id) for e in events] == [
+        (79, "00000000:1B:00.0"), (48, "00000000:9D:00.0"), (63, "00000000:9D:00.0"),
+        (43, "00000000:CB:00.0"),
+    ]  # fmt: skip
+    assert events[0].line.startswith("[  305.412345] NVRM: Xid (PCI:0000:1b:00): 79")
+    assert not any("\x1b" in e.line for e in events)
+
+
+def test_parse_xid_lines_from_the_journal() -> None:
+    [event] = parse_xid_lines(JOURNAL)
+    assert (event.xid, event.pci_bus_id) == (119, "00000000:18:00.0")
+    assert "kernel: NVRM: Xid" in event.line
+
+
+def test_strip_ansi() -> None:
+    assert strip_ansi("\x1b[4mGPU0\x1b[0m\t X \x1b[1;32mNV18\x1b[0m") == "GPU0\t X NV18"
+
+
+def test_parse_smi_csv_h100_sxm() -> None:
+    fields = [f.query for f in SMI_FIELDS]
+    rows = parse_smi_csv(H100_SXM_CSV, fields)
+    devices = [device_from_smi(row, SMI_FIELDS, {}, i) for i, row in enumerate(rows)]
+    first = json.loads(json.dumps(_as_dict(devices[0])))
+    assert set(first) == DEVICE_KEYS
+    assert first["name"] == "NVIDIA H100 80GB HBM3" and first["pci_bus_id"] == "00000000:18:00.0"
+    assert (first["memory_total_mib"], first["sm_clock_max_mhz"]) == (81559, 1980)
+    assert first["pcie"] == {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16}
+    assert first["ecc"] == {
+        "mode_current": "enabled",
+        "uncorrectable_volatile": 0,
+        "uncorrectable_aggregate": 0,
+    }
+    assert first["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failed": False}
+    assert first["clock_event_reasons"] == ["gpu_idle"]
+    assert first["power"] == {"limit_w": 700.0, "default_limit_w": 700.0}
+    # nvidia-smi has no per-link NVLink facts: unknown (null), never "no NVLink" (0 links).
+    assert first["nvlink"] == UNKNOWN_NVLINK
+    assert first["missing"] == [gpu_facts.NVLINK_NEEDS_NVML]
+    assert devices[1].pcie.gen_current == 1 and devices[1].remapped_rows.correctable == 2
+    assert devices[1].clock_event_reasons == ["gpu_idle", "sw_power_cap"]
+
+
+def test_parse_smi_csv_h200_with_unsupported_cells() -> None:
+    fields = [f for f in SMI_FIELDS if f.query != "remapped_rows.failure"]
+    absent = {"remapped_rows.failed": "this nvidia-smi has no field remapped_rows.failure"}
+    rows = parse_smi_csv(H200_CSV, H200_FIELDS)
+    first, second = (device_from_smi(row, fields, absent, i) for i, row in enumerate(rows))
+    assert first.memory_total_mib == 143771 and first.ecc.uncorrectable_volatile == 1
+    assert first.remapped_rows.pending is True and first.remapped_rows.failed is None
+    assert "remapped_rows.failed: this nvidia-smi has no field remapped_rows.failure" in first.missing
+    assert second.ecc.uncorrectable_volatile is None and second.remapped_rows.correctable is None
+    assert (
+        "ecc.uncorrectable_volatile: N/A (nvidia-smi ecc.errors.uncorrected.volatile.total)" in second.missing
+    )
+    assert "remapped_rows.pending: Not Supported (nvidia-smi remapped_rows.pending)" in second.missing
+    assert second.clock_event_reasons == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert second.power.limit_w == 650.0
+
+
+def test_parse_smi_csv_rejects_a_short_row() -> None:
+    with pytest.raises(ValueError, match="columns"):
+        parse_smi_csv("0, NVIDIA H200\n", ["index", "name", "uuid"])
+
+
+def test_invalid_smi_field() -> None:
+    out = 'Field "clocks_event_reasons.active" is not a valid field to query.\n\n'
+    assert invalid_smi_field(out) == "clocks_event_reasons.active"
+    assert invalid_smi_field("NVIDIA-SMI has failed because it couldn't communicate with the driver") is None
+
+
+# --- nvidia-smi fallback and the kernel log, through a stand-in for the tools -------------------------------
+
+
+class FakeTools:
+    """Answers argv like the real tools; records what was asked."""
+
+    def __init__(self, answers: dict[str, Callable[[Sequence[str]], CommandResult]]) -> None:
+        self.answers = answers
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+        self.calls.append(list(argv))
+        answer = self.answers.get(argv[0])
+        return answer(argv) if answer else CommandResult(127, "", f"{argv[0]} not found on PATH")
+
+
+def old_smi(csv_text: str, unknown: set[str]) -> Callable[[Sequence[str]], CommandResult]:
+    """An nvidia-smi that, as the real one does, refuses the whole query for the first field it lacks."""
+
+    def answer(argv: Sequence[str]) -> CommandResult:
+        asked = argv[1].removeprefix("--query-gpu=").split(",")
+        for name in asked:
+            if name in unknown:
+                return CommandResult(2, f'Field "{name}" is not a valid field to query.\n\n', "")
+        return CommandResult(0, csv_text, "")
+
+    return answer
+
+
+def test_nvidia_smi_fallback_drops_and_renames_fields_an_old_driver_lacks() -> None:
+    # Driver 525: no remapped_rows.failure, and the reasons are still called clocks_throttle_reasons. The
+    # dropped field is gone from the query; the renamed one is asked for last.
+    csv_text = (
+        "0, NVIDIA H200, GPU-6b2d7c10-5e3f-4a91-8c0d-f1e2a3b4c5d6, 00000000:1B:00.0, 143771, 1980, "
+        "5, 5, 16, 16, Enabled, 1, 1, 0, 1, Yes, 700.00, 700.00, 525.147.05, 0x0000000000000000\n"
+    )
+    tools = FakeTools(
+        {"nvidia-smi": old_smi(csv_text, {"clocks_event_reasons.active", "remapped_rows.failure"})}
+    )
+    facts = read_nvidia_smi(tools, "nvml: pynvml is not importable")
+    assert facts.source == "nvidia-smi" and facts.driver == "525.147.05" and facts.nvml_version is None
+    assert facts.missing == ["nvml: pynvml is not importable", "nvml_version: NVML is not readable here"]
+    [device] = facts.devices
+    assert device.clock_event_reasons == [] and device.remapped_rows.pending is True
+    assert device.remapped_rows.failed is None and device.power.limit_w == 700.0
+    assert "remapped_rows.failed: this nvidia-smi has no field remapped_rows.failure" in device.missing
+    assert len(tools.calls) == 3  # refused twice, then answered
+    assert tools.calls[-1][1].endswith(",driver_version,clocks_throttle_reasons.active")
+
+
+def test_nvidia_smi_that_cannot_talk_to_the_driver_gives_source_none() -> None:
+    message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    tools = FakeTools({"nvidia-smi": lambda argv: CommandResult(9, message + "\n", "")})
+    facts = read_nvidia_smi(tools, "nvml: nvmlInit failed: Driver Not Loaded")
+    assert (facts.source, facts.devices) == ("none", [])
+    assert facts.missing == [
+        "nvml: nvmlInit failed: Driver Not Loaded",
+        f"nvidia-smi: {message} (exit code 9)",
+    ]
+
+
+def test_xid_from_dmesg() -> None:
+    scan = scan_xid(FakeTools({"dmesg": lambda argv: CommandResult(0, DMESG, "")}))
+    assert scan.source == "dmesg" and scan.missing == "" and [e.xid for e in scan.events] == [79, 48, 63, 43]
+
+
+def test_xid_falls_back_to_the_journal_when_dmesg_is_refused() -> None:
+    refused = "dmesg: read kernel buffer failed: Operation not permitted"
+    tools = FakeTools(
+        {
+            "dmesg": lambda argv: CommandResult(1, "", refused + "\n"),
+            "journalctl": lambda argv: CommandResult(0, JOURNAL, ""),
+        }
+    )
+    scan = scan_xid(tools)
+    assert scan.source == "journalctl" and [e.xid for e in scan.events] == [119]
+    assert tools.calls[1] == ["journalctl", "-k", "-b", "--no-pager"]
+
+
+def test_xid_says_why_when_both_logs_are_refused() -> None:
+    hint = "Hint: You are currently not seeing messages from other users and the system."
+    tools = FakeTools(
+        {
+            "dmesg": lambda argv: CommandResult(
+                1, "", "dmesg: read kernel buffer failed: Operation not permitted"
+            ),
+            "journalctl": lambda argv: CommandResult(0, "-- No entries --\n", hint + "\n"),
+        }
+    )
+    scan = scan_xid(tools)
+    assert (scan.source, scan.events) == ("none", [])
+    assert scan.missing == (
+        "dmesg: dmesg: read kernel buffer failed: Operation not permitted (exit code 1); journalctl: " + hint
+    )
+
+
+def test_xid_keeps_the_newest_lines_of_a_flood(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gpu_facts, "MAX_XID_EVENTS", 2)
+    scan = scan_xid(FakeTools({"dmesg": lambda argv: CommandResult(0, DMESG, "")}))
+    assert [e.xid for e in scan.events] == [63, 43]
+    assert scan.missing == "only the last 2 of 4 Xid lines are listed"
+
+
+# --- NVML, through a stand-in that behaves as pynvml does ---------------------------------------------------
+
+
+class NVMLError(Exception):
+    """pynvml's base error: ``value`` is the nvmlReturn_t code, str() NVML's words for it."""
+
+    WORDS: ClassVar[dict[int, str]] = {
+        2: "Invalid Argument",
+        3: "Not Supported",
+        15: "GPU is lost",
+        999: "Unknown Error",
+    }
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value
+
+    def __str__(self) -> str:
+        return self.WORDS.get(self.value, f"NVML Error with code {self.value}")
+
+
+class NVMLError_NotSupported(NVMLError):  # pynvml's names
+    def __init__(self) -> None:
+        super().__init__(3)
+
+
+class NVMLError_InvalidArgument(NVMLError):
+    def __init__(self) -> None:
+        super().__init__(2)
+
+
+GPU, SWITCH = 0, 2  # nvmlNvLinkDeviceType_t
+
+
+@dataclass
+class FakeGpu:
+    name: str
+    uuid: str
+    bus: str
+    memory_bytes: int = 85520809984  # an H100 80GB: NVML and nvidia-smi say 81559 MiB
+    board_links: int = 0  # link indices that exist; 0: a board without NVLink (NVML: NotSupported)
+    links: dict[int, tuple[bool, str, int]] = field(default_factory=dict)  # link -> (up, remote bus, type)
+    refuse: set[str] = field(default_factory=set)  # pynvml functions that raise NotSupported on this GPU
+    lost: bool = False
+
+
+def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
+    """A module with pynvml's names for what gpu_facts calls; bus ids come back as bytes, as ctypes gives."""
+    nvml = ModuleType("pynvml")
+    constants = {
+        "NVML_ERROR_INVALID_ARGUMENT": 2, "NVML_ERROR_NOT_SUPPORTED": 3, "NVML_NVLINK_MAX_LINKS": 36,
+        "NVML_CLOCK_SM": 1, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED": 1, "NVML_VOLATILE_ECC": 0,
+        "NVML_AGGREGATE_ECC": 1, "NVML_FI_DEV_NVLINK_GET_SPEED": 164,
+        "NVMLError": NVMLError, "NVMLError_NotSupported": NVMLError_NotSupported,
+    }  # fmt: skip
+    for name, value in constants.items():
+        setattr(nvml, name, value)
+
+    def per_gpu(name: str, answer: Callable[..., Any]) -> None:
+        def call(handle: int, *args: Any) -> Any:
+            if name in gpus[handle].refuse:
+                raise NVMLError_NotSupported()
+            return answer(gpus[handle], *args)
+
+        setattr(nvml, name, call)
+
+    def handle(index: int) -> int:
+        if gpus[index].lost:
+            raise NVMLError(15)
+        return index
+
+    def link_state(g: FakeGpu, link: int) -> int:
+        if not g.board_links:
+            raise NVMLError_NotSupported()
+        if link >= g.board_links:
+            raise NVMLError_InvalidArgument()
+        return int(g.links.get(link, (False, "", GPU))[0])
+
+    def speeds(g: FakeGpu, ids: list[tuple[int, int]]) -> list[SimpleNamespace]:
+        return [
+            SimpleNamespace(
+                fieldId=f, scopeId=s, nvmlReturn=0, valueType=1, value=SimpleNamespace(uiVal=26562)
+            )
+            for f, s in ids
+        ]
+
+    nvml.nvmlInit = lambda: None  # type: ignore[attr-defined]
+    nvml.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
+    nvml.nvmlSystemGetDriverVersion = lambda: "580.95.05"  # type: ignore[attr-defined]
+    nvml.nvmlSystemGetNVMLVersion = lambda: "13.580.95.05"  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetCount = lambda: len(gpus)  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetHandleByIndex = handle  # type: ignore[attr-defined]
+    per_gpu("nvmlDeviceGetName", lambda g: g.name)
+    per_gpu("nvmlDeviceGetUUID", lambda g: g.uuid)
+    per_gpu("nvmlDeviceGetPciInfo", lambda g: SimpleNamespace(busId=g.bus.encode()))
+    per_gpu("nvmlDeviceGetMemoryInfo", lambda g: SimpleNamespace(total=g.memory_bytes, free=0, used=0))
+    per_gpu("nvmlDeviceGetMaxClockInfo", lambda g, clock: 1980)
+    per_gpu("nvmlDeviceGetCurrPcieLinkGeneration", lambda g: 5)
+    per_gpu("nvmlDeviceGetMaxPcieLinkGeneration", lambda g: 5)
+    per_gpu("nvmlDeviceGetCurrPcieLinkWidth", lambda g: 16)
+    per_gpu("nvmlDeviceGetMaxPcieLinkWidth", lambda g: 16)
+    per_gpu("nvmlDeviceGetEccMode", lambda g: [1, 1])
+    per_gpu("nvmlDeviceGetTotalEccErrors", lambda g, kind, counter: 0)
+    per_gpu("nvmlDeviceGetRemappedRows", lambda g: (0, 0, 0, 0))
+    per_gpu("nvmlDeviceGetCurrentClocksEventReasons", lambda g: 0x1)
+    per_gpu("nvmlDeviceGetPowerManagementLimit", lambda g: 700000)
+    per_gpu("nvmlDeviceGetPowerManagementDefaultLimit", lambda g: 700000)
+    per_gpu("nvmlDeviceGetNvLinkState", link_state)
+    per_gpu("nvmlDeviceGetNvLinkVersion", lambda g, link: 6)  # NVML_NVLINK_VERSION_4_0
+    per_gpu(
+        "nvmlDeviceGetNvLinkRemotePciInfo", lambda g, link: SimpleNamespace(busId=g.links[link][1].encode())
+    )
+    if remote_type:
+        per_gpu("nvmlDeviceGetNvLinkRemoteDeviceType", lambda g, link: g.links[link][2])
+    per_gpu("nvmlDeviceGetFieldValues", speeds)
+    return nvml
+
+
+def nvl_pair() -> list[FakeGpu]:
+    """Two H100 NVL cards joined by NVLink bridges: 12 links, each to the other card."""
+    a, b = "00000000:1B:00.0", "00000000:43:00.0"
+    return [
+        FakeGpu("NVIDIA H100 NVL", "GPU-0001", a, 100485038080, 12, {k: (True, b, GPU) for k in range(12)}),
+        FakeGpu(
+            "NVIDIA H100 NVL", "GPU-0002", b, 100485038080, 12, {k: (True, a, GPU) for k in range(12)},
+            refuse={"nvmlDeviceGetRemappedRows", "nvmlDeviceGetPowerManagementDefaultLimit"},
+        ),
+    ]  # fmt: skip
+
+
+def test_nvml_two_gpus_joined_by_nvlink() -> None:
+    facts = _round_trip(read_nvml(fake_pynvml(nvl_pair())))
+    assert set(facts) == TOP_KEYS
+    assert (facts["source"], facts["driver"], facts["nvml_version"], facts["missing"]) == (
+        "nvml", "580.95.05", "13.580.95.05", [],
+    )  # fmt: skip
+    first, second = facts["devices"]
+    assert set(first) == DEVICE_KEYS and first["missing"] == []
+    assert (first["index"], first["name"], first["uuid"], first["pci_bus_id"]) == (
+        0, "NVIDIA H100 NVL", "GPU-0001", "00000000:1B:00.0",
+    )  # fmt: skip
+    assert (first["memory_total_mib"], first["sm_clock_max_mhz"]) == (95830, 1980)
+    assert first["pcie"] == {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16}
+    assert first["ecc"] == {
+        "mode_current": "enabled",
+        "uncorrectable_volatile": 0,
+        "uncorrectable_aggregate": 0,
+    }
+    assert first["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failed": False}
+    assert first["clock_event_reasons"] == ["gpu_idle"]
+    assert first["power"] == {"limit_w": 700.0, "default_limit_w": 700.0}
+    nvlink = first["nvlink"]
+    assert (nvlink["version"], nvlink["links_total"], nvlink["links_up"]) == (4, 12, 12)
+    assert all(set(link) == LINK_KEYS for link in nvlink["links"])
+    assert nvlink["links"][0] == {
+        "link": 0, "up": True, "remote_bus_id": "00000000:43:00.0", "remote_type": "gpu", "speed_mbps": 26562,
+    }  # fmt: skip
+    # What NVML refused on the second card is null and named, with NVML's reason.
+    assert second["remapped_rows"] == {
+        "correctable": None,
+        "uncorrectable": None,
+        "pending": None,
+        "failed": None,
+    }
+    assert second["power"] == {"limit_w": 700.0, "default_limit_w": None}
+    assert second["missing"] == ["remapped_rows: Not Supported", "power.default_limit_w: Not Supported"]
+
+
+def test_nvml_without_remote_device_type_tells_gpus_from_switches_by_bus_id() -> None:
+    gpus = nvl_pair()
+    gpus[0].links[11] = (True, "00000000:00:00.0", SWITCH)  # a peer with no PCI function: not a host GPU
+    gpus[0].links[10] = (False, "", GPU)
+    facts = read_nvml(fake_pynvml(gpus, remote_type=False))
+    links = facts.devices[0].nvlink.links
+    assert [link.remote_type for link in links[:10]] == ["gpu"] * 10
+    assert (links[10].up, links[10].remote_type, links[10].remote_bus_id) == (False, "unknown", None)
+    assert (links[11].remote_type, links[11].remote_bus_id) == ("switch", None)
+    assert facts.devices[0].nvlink.links_up == 11 and facts.devices[0].missing == []
+
+
+def test_nvml_hgx_links_to_nvswitch() -> None:
+    switch_links = {k: (True, "00000000:00:00.0", SWITCH) for k in range(18)}
+    one_down = {**switch_links, 5: (False, "", GPU)}
+    gpus = [
+        FakeGpu("NVIDIA H200", "GPU-0100", "00000000:18:00.0", 150754820096, 18, dict(switch_links)),
+        FakeGpu("NVIDIA H200", "GPU-0101", "00000000:2A:00.0", 150754820096, 18, one_down),
+    ]
+    facts = read_nvml(fake_pynvml(gpus))
+    first, second = (d.nvlink for d in facts.devices)
+    assert (first.version, first.links_total, first.links_up) == (4, 18, 18)
+    assert {link.remote_type for link in first.links} == {"switch"}
+    assert (second.links_total, second.links_up) == (18, 17)
+    assert facts.devices[0].memory_total_mib == 143771
+
+
+def test_nvml_one_pcie_gpu_has_no_nvlink_and_that_is_not_missing() -> None:
+    gpus = [FakeGpu("NVIDIA H100 PCIe", "GPU-0200", "00000000:65:00.0", refuse={"nvmlDeviceGetEccMode"})]
+    facts = _round_trip(read_nvml(fake_pynvml(gpus)))
+    [device] = facts["devices"]
+    assert set(device) == DEVICE_KEYS
+    assert device["nvlink"] == NO_NVLINK
+    assert device["ecc"]["mode_current"] is None and device["ecc"]["uncorrectable_volatile"] == 0
+    assert device["missing"] == ["ecc.mode_current: Not Supported"]
+
+
+def test_nvml_a_lost_gpu_is_listed_with_the_reason() -> None:
+    gpus = [*nvl_pair()]
+    gpus[1].lost = True
+    facts = read_nvml(fake_pynvml(gpus))
+    lost = _round_trip(facts)["devices"][1]
+    assert set(lost) == DEVICE_KEYS
+    assert (lost["index"], lost["name"], lost["missing"]) == (1, None, ["handle: GPU is lost"])
+    assert lost["nvlink"] == UNKNOWN_NVLINK
+    # GPU 0's peer is not among the GPUs NVML could read, so its type comes from NVML alone.
+    assert facts.devices[0].nvlink.links[0].remote_type == "gpu"
+
+
+def test_nvml_a_link_that_cannot_be_read_makes_the_counts_unknown() -> None:
+    gpus = nvl_pair()
+    module = fake_pynvml(gpus)
+    state = module.nvmlDeviceGetNvLinkState
+
+    def flaky(handle: int, link: int) -> int:
+        if handle == 0 and link == 3:
+            raise NVMLError(999)
+        return state(handle, link)
+
+    module.nvmlDeviceGetNvLinkState = flaky  # type: ignore[attr-defined]
+    nvlink = read_nvml(module).devices[0]
+    assert (nvlink.nvlink.links_total, nvlink.nvlink.links_up, len(nvlink.nvlink.links)) == (None, None, 11)
+    assert nvlink.missing == ["nvlink.links.up: Unknown Error (links 3)"]
+
+
+def test_nvml_per_link_failures_are_one_line_naming_the_links() -> None:
+    module = fake_pynvml(nvl_pair())
+    del module.nvmlDeviceGetFieldValues
+    device = read_nvml(module).devices[0]
+    assert device.nvlink.links[0].speed_mbps is None
+    [line] = device.missing
+    assert line.startswith(
+        "nvlink.links.speed_mbps: module 'pynvml' has no attribute 'nvmlDeviceGetFieldValues'"
+    )
+    assert line.endswith("(links 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)")
+
+
+def test_nvml_older_binding_spells_clock_reasons_throttle() -> None:
+    module = fake_pynvml(nvl_pair())
+    del module.nvmlDeviceGetCurrentClocksEventReasons
+    module.nvmlDeviceGetCurrentClocksThrottleReasons = lambda handle: 0x4  # type: ignore[attr-defined]
+    assert read_nvml(module).devices[0].clock_event_reasons == ["sw_power_cap"]
+
+
+# --- collect: which source answers --------------------------------------------------------------------------
+
+
+def test_collect_prefers_nvml_and_adds_the_kernel_log() -> None:
+    tools = FakeTools({"dmesg": lambda argv: CommandResult(0, DMESG, "")})
+    facts = _round_trip(collect(lambda: fake_pynvml(nvl_pair()), tools))
+    assert facts["source"] == "nvml" and len(facts["devices"]) == 2
+    assert facts["xid"]["source"] == "dmesg" and facts["xid"]["missing"] == ""
+    assert facts["xid"]["events"][0] == {
+        "line": f"[  305.412345] {FELL_OFF}",
+        "pci_bus_id": "00000000:1B:00.0",
+        "xid": 79,
+    }
+    assert ["nvidia-smi"] not in [call[:1] for call in tools.calls]
+
+
+def test_collect_falls_back_to_nvidia_smi_when_nvml_will_not_start() -> None:
+    module = fake_pynvml(nvl_pair())
+
+    def no_driver() -> None:
+        raise NVMLError(9)
+
+    module.nvmlInit = no_driver  # type: ignore[attr-defined]
+    fields = [f.query for f in SMI_FIELDS]
+    tools = FakeTools({"nvidia-smi": old_smi(H100_SXM_CSV, set())})
+    facts = collect(lambda: module, tools)
+    assert facts.source == "nvidia-smi" and facts.driver == "570.133.20"
+    assert facts.missing[0] == "nvml: nvmlInit failed: NVML Error with code 9"
+    assert [d.pci_bus_id for d in facts.devices] == ["00000000:18:00.0", "00000000:2A:00.0"]
+    assert tools.calls[0] == [
+        "nvidia-smi",
+        f"--query-gpu={','.join(fields)}",
+        "--format=csv,noheader,nounits",
+    ]
+
+
+def test_collect_with_neither_says_why() -> None:
+    def no_pynvml() -> ModuleType:
+        raise ImportError("No module named 'pynvml'")
+
+    facts = collect(no_pynvml, FakeTools({}))
+    assert (facts.source, facts.devices) == ("none", [])
+    assert facts.missing == [
+        "nvml: pynvml is not importable (No module named 'pynvml'; it comes with the nvidia-ml-py package)",
+        "nvidia-smi: nvidia-smi not found on PATH",
+    ]
+    assert facts.xid.source == "none" and "dmesg not found" in facts.xid.missing
+
+
+# --- the subcommand, for real -------------------------------------------------------------------------------
+
+
+def facts_subprocess(tmp_path: Path, tools: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m pav_payload facts`` with PATH holding only ``tools`` (name -> sh script) and pynvml
+    unimportable, whatever this machine has installed."""
+    bin_dir, blocked = tmp_path / "bin", tmp_path / "blocked"
+    bin_dir.mkdir()
+    blocked.mkdir()
+    (blocked / "pynvml.py").write_text("raise ImportError('pynvml blocked by the test')\n")
+    for name, script in tools.items():
+        (bin_dir / name).write_text("#!/bin/sh\n" + script)
+        (bin_dir / name).chmod(0o755)
+    env = dict(os.environ, PATH=str(bin_dir), PYTHONPATH=os.pathsep.join([str(blocked), str(PAYLOAD)]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pav_payload", "facts"], env=env, capture_output=True, text=True, timeout=120
+    )
+    print(proc.stdout, proc.stderr, sep="\n")
+    return proc
+
+
+def test_facts_subcommand_without_nvml_or_nvidia_smi(tmp_path: Path) -> None:
+    proc = facts_subprocess(tmp_path, {})
+    assert proc.returncode == 0
+    assert len(proc.stdout.strip().splitlines()) == 1  # one JSON object, nothing else on stdout
+    facts = json.loads(proc.stdout)
+    assert set(facts) == TOP_KEYS
+    assert (facts["source"], facts["driver"], facts["nvml_version"], facts["devices"]) == (
+        "none",
+        None,
+        None,
+        [],
+    )
+    assert facts["missing"] == [
+        "nvml: pynvml is not importable (pynvml blocked by the test; it comes with the nvidia-ml-py package)",
+        "nvidia-smi: nvidia-smi not found on PATH",
+    ]
+    assert facts["xid"] == {
+        "source": "none",
+        "events": [],
+        "missing": "dmesg: dmesg not found on PATH; journalctl: journalctl not found on PATH",
+    }
+
+
+def test_facts_subcommand_reads_nvidia_smi_and_dmesg(tmp_path: Path) -> None:
+    def printf(text: str) -> str:
+        lines = " ".join("'" + line.replace("'", "'\\''") + "'" for line in text.splitlines())
+        return f"printf '%s\\n' {lines}\n"
+
+    proc = facts_subprocess(tmp_path, {"nvidia-smi": printf(H100_SXM_CSV), "dmesg": printf(DMESG)})
+    assert proc.returncode == 0
+    facts = json.loads(proc.stdout)
+    assert facts["source"] == "nvidia-smi" and facts["driver"] == "570.133.20"
+    assert [d["name"] for d in facts["devices"]] == ["NVIDIA H100 80GB HBM3"] * 2
+    assert all(set(d) == DEVICE_KEYS for d in facts["devices"])
+    assert facts["xid"]["source"] == "dmesg" and [e["xid"] for e in facts["xid"]["events"]] == [
+        79,
+        48,
+        63,
+        43,
+    ]
+
+
+def test_facts_subcommand_answers_even_when_collecting_breaks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*_args: Any) -> GpuFacts:
+        raise KeyError("busId")
+
+    monkeypatch.setattr(gpu_facts, "collect", broken)
+    assert main(["facts"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert (facts["source"], facts["devices"], facts["missing"]) == ("none", [], ["facts: KeyError: 'busId'"])
+
+
+def _round_trip(facts: GpuFacts) -> dict[str, Any]:
+    """The facts as the driver will see them: through the JSON the subcommand prints."""
+    return json.loads(facts.to_json())
+
+
+def _as_dict(device: Any) -> dict[str, Any]:
+    return json.loads(GpuFacts("nvml", devices=[device]).to_json())["devices"][0]
