@@ -15,7 +15,7 @@ def test_a_results_json_of_the_earlier_release_derives_what_its_facts_allow() ->
     run = run_cli("gates", "--results", str(REAL_RUN))
     assert run.rc == 1, run.stderr  # facts are missing: NVLink and PCIe were not read then
     assert "localhost: 2x NVIDIA H200 (facts from preflight)" in run.stdout
-    assert "gemm_bf16_tflops.1" in run.stdout and ">= 643.1     = 0.65 x 989.4" in run.stdout
+    assert "gemm_bf16_tflops.1" in run.stdout and ">= 692.6     = 0.7 x 989.4" in run.stdout
     assert "MISSING: NVLink link state of every GPU" in run.stdout
     assert "MISSING: PCIe generation and width of GPU 0 (00000000:00:06.0)" in run.stdout
 
@@ -32,7 +32,7 @@ def test_nvml_facts_derive_every_gate_and_the_fabric(tmp_path: Path) -> None:
     assert set(as_json) == {"gpu-a", "gpu-b", "fabric"}
     gemm = next(g for g in as_json["gpu-a"] if g["metric"] == "gemm_bf16_tflops.0")
     assert gemm | {"source": ""} == {
-        "test": "gpu_probe", "metric": "gemm_bf16_tflops.0", "min": 643.11, "limit": 989.4, "fraction": 0.65,
+        "test": "gpu_probe", "metric": "gemm_bf16_tflops.0", "min": 692.58, "limit": 989.4, "fraction": 0.7,
         "basis": "absolute", "source": "", "part": "GPU 0 (00000000:18:00.0, GPU-0000-uuid)",
     }  # fmt: skip
 
