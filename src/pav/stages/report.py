@@ -16,6 +16,7 @@ from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
 from pav.secrets import scrub
 from pav.slurm.record import attach_jobs
+from pav.thresholds import health
 from pav.thresholds.apply import apply_derived, gates_record
 from pav.thresholds.profiles import auto_profile, load_gates, load_profile
 from pav.thresholds.scaling import add_scaling, split_gates
@@ -23,6 +24,8 @@ from pav.thresholds.scaling import add_scaling, split_gates
 
 def judge(ctx: RunContext) -> None:
     judge_launches(ctx)
+    if ctx.wants("validate") and not any(t.name == health.NAME for t in ctx.results.tests):
+        ctx.results.tests.extend(health.health_results(ctx.results.hosts))
     add_scaling(ctx.results.tests, ctx.derived_gates)
     ctx.derived_gates = {}  # applied once, even if report runs again after an interrupt
     tests = [asdict(t) for t in ctx.results.tests]
