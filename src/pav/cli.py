@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from pav import catalog, interrupts, plan, rundir
@@ -181,49 +183,43 @@ def run(argv: list[str]) -> int:
     return code
 
 
-def check_nccl(argv: list[str]) -> int:
-    from pav.commands import check_nccl as command
+@dataclass(frozen=True)
+class Subcommand:
+    description: str
+    exits: str
 
+
+SUBCOMMANDS = {
+    "check-nccl": Subcommand(
+        "Grade nccl-tests outputs (stdout logs or -J JSON) from any cluster.",
+        "exit: 0 every log passes, 1 any fails, 2 a file cannot be read; JSON: docs/check-nccl.md",
+    ),
+    "history": Subcommand(
+        "Compare the latest run of an env with its previous runs: what got worse.",
+        "exit: 0 nothing dropped, 1 a metric dropped beyond the tolerance, 2 no runs or bad input",
+    ),
+    "gates": Subcommand(
+        "Print the gates a results.json's host facts derive: limit, fraction, source facts.",
+        "exit: 0 every gate derived, 1 a fact is missing, 2 the file cannot be read",
+    ),
+}
+
+
+def subcommand(name: str, argv: list[str]) -> int:
+    """A command beside the run: src/pav/commands/NAME.py gives its arguments and runs it."""
+    command = importlib.import_module(f"pav.commands.{name.replace('-', '_')}")
+    spec = SUBCOMMANDS[name]
     parser = argparse.ArgumentParser(
-        prog="provision-and-validate check-nccl",
-        description="Grade nccl-tests outputs (stdout logs or -J JSON) from any cluster.",
-        epilog="exit: 0 every log passes, 1 any fails, 2 a file cannot be read; JSON: docs/check-nccl.md",
+        prog=f"provision-and-validate {name}", description=spec.description, epilog=spec.exits
     )
     command.add_arguments(parser)
     return command.run(parser.parse_args(argv))
-
-
-def history(argv: list[str]) -> int:
-    from pav.commands import history as command
-
-    parser = argparse.ArgumentParser(
-        prog="provision-and-validate history",
-        description="Compare the latest run of an env with its previous runs: what got worse.",
-        epilog="exit: 0 nothing dropped, 1 a metric dropped beyond the tolerance, 2 no runs or bad input",
-    )
-    command.add_arguments(parser)
-    return command.run(parser.parse_args(argv))
-
-
-def gates(argv: list[str]) -> int:
-    from pav.commands import gates as command
-
-    parser = argparse.ArgumentParser(
-        prog="provision-and-validate gates",
-        description="Print the gates a results.json's host facts derive: limit, fraction, source facts.",
-        epilog="exit: 0 every gate derived, 1 a fact is missing, 2 the file cannot be read",
-    )
-    command.add_arguments(parser)
-    return command.run(parser.parse_args(argv))
-
-
-SUBCOMMANDS = {"check-nccl": check_nccl, "history": history, "gates": gates}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
-        return SUBCOMMANDS[argv[0]](argv[1:])
+        return subcommand(argv[0], argv[1:])
     interrupts.install()
     try:
         return run(argv)

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.sim.script import REPO, sim, up_free
+from tests.sim.script import REPO, hosts_up
 
 pytestmark = pytest.mark.slow
 
@@ -165,19 +164,8 @@ class SimHost:
 
 @pytest.fixture(scope="module")
 def sim_host(tmp_path_factory: pytest.TempPathFactory):
-    if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        pytest.skip("simulated hosts need root on Linux (namespaces, mounts)")
-    base = tmp_path_factory.mktemp("collection-sim")
-    key = base / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    state_dir = base / "state"
-    try:
-        up = up_free(state_dir, Path(f"{key}.pub"), 1, "g")
-        record = json.loads((state_dir / "hosts" / f"sim-{up.cluster}-0.json").read_text())
-        known_hosts = state_dir / "hosts" / f"{record['name']}.known_hosts"
-        yield SimHost(record["name"], record["ip"], key, known_hosts)
-    finally:
-        sim("down", "--state-dir", state_dir, check=False)
+    with hosts_up(tmp_path_factory.mktemp("collection-sim"), 1, "g") as up:
+        yield SimHost(up.records[0]["name"], up.records[0]["ip"], up.key, up.known_hosts(0))
 
 
 def test_user_playbook_runs_collection_roles_on_a_sim_host(built: Built, sim_host: SimHost, tmp_path: Path):

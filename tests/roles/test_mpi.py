@@ -11,13 +11,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.sim.script import REPO, sim, up_free
+from tests.sim.script import REPO, hosts_up
 
 VENV_BIN = REPO / ".venv" / "bin"
 HOSTS = 3
@@ -61,18 +60,8 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        pytest.skip("simulated hosts need root on Linux (namespaces, mounts)")
-    base = tmp_path_factory.mktemp("mpi-sim")
-    key = base / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    state_dir = base / "state"
-    try:
-        up = up_free(state_dir, Path(f"{key}.pub"), HOSTS, "m")
-        records = [state_dir / "hosts" / f"sim-{up.cluster}-{i}.json" for i in range(HOSTS)]
-        yield Cluster(state_dir, key, [json.loads(path.read_text()) for path in records])
-    finally:
-        sim("down", "--state-dir", state_dir, check=False)
+    with hosts_up(tmp_path_factory.mktemp("mpi-sim"), HOSTS, "m") as up:
+        yield Cluster(up.state_dir, up.key, up.records)
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from pav.provisioning.sim import SUBNETS, subnets_in_use
 
@@ -52,6 +59,32 @@ def up_free(state_dir: Path, pubkey: Path, count: int, prefix: str, salt: int = 
         if not any(clash in result.stderr for clash in CLASH):
             raise AssertionError(f"sim-hosts up failed:\n{result.stdout}{result.stderr}")
     raise AssertionError("no free cluster id/subnet found")
+
+
+@dataclass
+class Hosts:
+    state_dir: Path
+    key: Path  # the private key; its .pub is every host's authorized key
+    records: list[dict[str, Any]]  # hosts/NAME.json of each host: name, ip, port, ...
+
+    def known_hosts(self, index: int) -> Path:
+        return self.state_dir / "hosts" / f"{self.records[index]['name']}.known_hosts"
+
+
+@contextmanager
+def hosts_up(base: Path, count: int, prefix: str) -> Iterator[Hosts]:
+    """`count` sim hosts with a fresh key under `base`, taken down afterwards; skips without root."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        pytest.skip("simulated hosts need root on Linux (namespaces, mounts)")
+    key = base / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    state_dir = base / "state"
+    try:
+        up = up_free(state_dir, Path(f"{key}.pub"), count, prefix)
+        paths = [state_dir / "hosts" / f"sim-{up.cluster}-{i}.json" for i in range(count)]
+        yield Hosts(state_dir, key, [json.loads(path.read_text()) for path in paths])
+    finally:
+        sim("down", "--state-dir", state_dir, check=False)
 
 
 def _base36(n: int, width: int) -> str:
