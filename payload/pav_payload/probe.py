@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from pav_payload.gpu_facts import normalize_bus_id
+from pav_payload.gpu_facts.decode import normalize_bus_id
 from pav_payload.runner import Outcome
 from pav_payload.session import Session
 

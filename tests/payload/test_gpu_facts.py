@@ -20,22 +20,25 @@ sys.path.insert(0, str(PAYLOAD))
 
 from pav_payload import gpu_facts  # noqa: E402
 from pav_payload.cli import main  # noqa: E402
-from pav_payload.gpu_facts import (  # noqa: E402
-    SMI_FIELDS,
-    CommandResult,
-    GpuFacts,
-    collect,
+from pav_payload.gpu_facts import collect, xid  # noqa: E402
+from pav_payload.gpu_facts.commands import CommandResult  # noqa: E402
+from pav_payload.gpu_facts.decode import (  # noqa: E402
+    CLOCK_EVENT_REASONS,
     decode_clock_reasons,
-    device_from_smi,
-    invalid_smi_field,
     normalize_bus_id,
-    parse_smi_csv,
-    parse_xid_lines,
-    read_nvidia_smi,
-    read_nvml,
-    scan_xid,
     strip_ansi,
 )
+from pav_payload.gpu_facts.nvml import read_nvml  # noqa: E402
+from pav_payload.gpu_facts.output import GpuFacts  # noqa: E402
+from pav_payload.gpu_facts.smi import (  # noqa: E402
+    NVLINK_NEEDS_NVML,
+    SMI_FIELDS,
+    device_from_smi,
+    invalid_smi_field,
+    parse_smi_csv,
+    read_nvidia_smi,
+)
+from pav_payload.gpu_facts.xid import parse_xid_lines, scan_xid  # noqa: E402
 
 TOP_KEYS = {"source", "driver", "nvml_version", "missing", "devices", "xid"}
 DEVICE_KEYS = {
@@ -107,7 +110,7 @@ def test_decode_clock_reasons() -> None:
     assert decode_clock_reasons(0x4 | 0x40 | 0x80) == [
         "sw_power_cap", "hw_thermal_slowdown", "hw_power_brake_slowdown",
     ]  # fmt: skip
-    assert decode_clock_reasons(0x1FF) == list(gpu_facts.CLOCK_EVENT_REASONS.values())
+    assert decode_clock_reasons(0x1FF) == list(CLOCK_EVENT_REASONS.values())
     # A bit newer drivers set (0x200: board limit) is kept, not dropped.
     assert decode_clock_reasons(0x208) == ["hw_slowdown", "unknown_0x200"]
 
@@ -151,7 +154,7 @@ def test_parse_smi_csv_h100_sxm() -> None:
     assert first["power"] == {"limit_w": 700.0, "default_limit_w": 700.0}
     # nvidia-smi has no per-link NVLink facts: unknown (null), never "no NVLink" (0 links).
     assert first["nvlink"] == UNKNOWN_NVLINK
-    assert first["missing"] == [gpu_facts.NVLINK_NEEDS_NVML]
+    assert first["missing"] == [NVLINK_NEEDS_NVML]
     assert devices[1].pcie.gen_current == 1 and devices[1].remapped_rows.correctable == 2
     assert devices[1].clock_event_reasons == ["gpu_idle", "sw_power_cap"]
 
@@ -281,7 +284,7 @@ def test_xid_says_why_when_both_logs_are_refused() -> None:
 
 
 def test_xid_keeps_the_newest_lines_of_a_flood(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gpu_facts, "MAX_XID_EVENTS", 2)
+    monkeypatch.setattr(xid, "MAX_XID_EVENTS", 2)
     scan = scan_xid(FakeTools({"dmesg": lambda argv: CommandResult(0, DMESG, "")}))
     assert [e.xid for e in scan.events] == [63, 43]
     assert scan.missing == "only the last 2 of 4 Xid lines are listed"

@@ -1,0 +1,106 @@
+"""Per-GPU facts through NVML (pynvml); the NVLink links are read by ``nvlink``."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from pav_payload.gpu_facts.decode import decode_clock_reasons, normalize_bus_id, nvml_text
+from pav_payload.gpu_facts.missing import Missing
+from pav_payload.gpu_facts.nvlink import read_nvlink, resolve_remote_types
+from pav_payload.gpu_facts.output import Device, Ecc, GpuFacts, Pcie, Power, RemappedRows
+
+MIB = 1 << 20
+
+
+def read_nvml(nvml: ModuleType) -> GpuFacts:
+    """Facts of every GPU NVML lists; ``nvml`` is pynvml (or a stand-in) after a successful nvmlInit."""
+    top = Missing()
+    driver = top.read("driver", lambda: nvml_text(nvml.nvmlSystemGetDriverVersion()))
+    version = top.read("nvml_version", lambda: nvml_text(nvml.nvmlSystemGetNVMLVersion()))
+    count = top.read("devices", lambda: int(nvml.nvmlDeviceGetCount())) or 0
+    devices = [_nvml_device(nvml, index) for index in range(count)]
+    resolve_remote_types(devices)
+    return GpuFacts("nvml", driver, version, top.items, devices)
+
+
+def _nvml_device(nvml: ModuleType, index: int) -> Device:
+    missing = Missing()
+    handle = missing.read("handle", lambda: nvml.nvmlDeviceGetHandleByIndex(index))
+    if handle is None:
+        # A GPU NVML counts but cannot open (fallen off the bus) is still listed: its absence is the news.
+        return Device(index, missing=missing.items)
+    h = handle
+    device = Device(
+        index=index,
+        name=missing.read("name", lambda: nvml_text(nvml.nvmlDeviceGetName(h))),
+        uuid=missing.read("uuid", lambda: nvml_text(nvml.nvmlDeviceGetUUID(h))),
+        pci_bus_id=missing.read(
+            "pci_bus_id", lambda: normalize_bus_id(nvml_text(nvml.nvmlDeviceGetPciInfo(h).busId))
+        ),
+        memory_total_mib=missing.read(
+            "memory_total_mib", lambda: int(nvml.nvmlDeviceGetMemoryInfo(h).total) // MIB
+        ),
+        sm_clock_max_mhz=missing.read(
+            "sm_clock_max_mhz", lambda: int(nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_SM))
+        ),
+        pcie=_nvml_pcie(nvml, h, missing),
+        nvlink=read_nvlink(nvml, h, missing),
+        ecc=_nvml_ecc(nvml, h, missing),
+        remapped_rows=_nvml_remapped_rows(nvml, h, missing),
+        clock_event_reasons=missing.read("clock_event_reasons", lambda: _nvml_clock_reasons(nvml, h)),
+        power=Power(
+            limit_w=missing.read("power.limit_w", lambda: nvml.nvmlDeviceGetPowerManagementLimit(h) / 1000.0),
+            default_limit_w=missing.read(
+                "power.default_limit_w", lambda: nvml.nvmlDeviceGetPowerManagementDefaultLimit(h) / 1000.0
+            ),
+        ),
+    )
+    device.missing = missing.items
+    return device
+
+
+def _nvml_pcie(nvml: ModuleType, h: Any, missing: Missing) -> Pcie:
+    return Pcie(
+        gen_current=missing.read(
+            "pcie.gen_current", lambda: int(nvml.nvmlDeviceGetCurrPcieLinkGeneration(h))
+        ),
+        gen_max=missing.read("pcie.gen_max", lambda: int(nvml.nvmlDeviceGetMaxPcieLinkGeneration(h))),
+        width_current=missing.read("pcie.width_current", lambda: int(nvml.nvmlDeviceGetCurrPcieLinkWidth(h))),
+        width_max=missing.read("pcie.width_max", lambda: int(nvml.nvmlDeviceGetMaxPcieLinkWidth(h))),
+    )
+
+
+def _nvml_ecc(nvml: ModuleType, h: Any, missing: Missing) -> Ecc:
+    uncorrected = nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+    return Ecc(
+        mode_current=missing.read("ecc.mode_current", lambda: _enabled(nvml.nvmlDeviceGetEccMode(h)[0])),
+        uncorrectable_volatile=missing.read(
+            "ecc.uncorrectable_volatile",
+            lambda: int(nvml.nvmlDeviceGetTotalEccErrors(h, uncorrected, nvml.NVML_VOLATILE_ECC)),
+        ),
+        uncorrectable_aggregate=missing.read(
+            "ecc.uncorrectable_aggregate",
+            lambda: int(nvml.nvmlDeviceGetTotalEccErrors(h, uncorrected, nvml.NVML_AGGREGATE_ECC)),
+        ),
+    )
+
+
+def _enabled(state: Any) -> str:
+    return "enabled" if int(state) else "disabled"
+
+
+def _nvml_remapped_rows(nvml: ModuleType, h: Any, missing: Missing) -> RemappedRows:
+    # One call answers all four, so one line in missing covers them (pre-Ampere GPUs retire pages instead).
+    rows = missing.read("remapped_rows", lambda: tuple(nvml.nvmlDeviceGetRemappedRows(h)))
+    if rows is None:
+        return RemappedRows()
+    correctable, uncorrectable, pending, failed = rows
+    return RemappedRows(int(correctable), int(uncorrectable), bool(pending), bool(failed))
+
+
+def _nvml_clock_reasons(nvml: ModuleType, h: Any) -> list[str]:
+    read = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    if read is None:  # bindings before the 535 driver spell it "throttle"
+        read = nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return decode_clock_reasons(int(read(h)))
