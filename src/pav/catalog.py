@@ -27,6 +27,11 @@ NCCL_TESTS_SWEEP = ("-b", "512M", "-e", "8G", "-f", "2")
 RING = {"NCCL_ALGO": "Ring"}
 
 
+def gloo(ops: str, sizes: str) -> tuple[str, ...]:
+    """The payload's collectives on CPU processes (gloo), results checked."""
+    return ("collectives", "--backend", "gloo", "--ops", ops, "--sizes", sizes)
+
+
 @dataclass(frozen=True)
 class TestSpec:
     name: str
@@ -51,7 +56,7 @@ CATALOG: dict[str, TestSpec] = {
             "torchrun",
             "host",
             False,
-            ("collectives", "--backend", "gloo", "--ops", "all_reduce", "--sizes", "1K,64K,1M"),
+            gloo("all_reduce", "1K,64K,1M"),
         ),
         TestSpec(
             "ddp_cpu_train",
@@ -67,15 +72,7 @@ CATALOG: dict[str, TestSpec] = {
             "torchrun",
             "cluster",
             False,
-            (
-                "collectives",
-                "--backend",
-                "gloo",
-                "--ops",
-                "all_reduce,all_gather,broadcast",
-                "--sizes",
-                "1K,1M",
-            ),
+            gloo("all_reduce,all_gather,broadcast", "1K,1M"),
         ),
         TestSpec(
             "ddp_cpu_train_multi",
@@ -261,7 +258,7 @@ CATALOG: dict[str, TestSpec] = {
 
 
 # FOR TESTING ONLY (tests/faults): launches that hang until their timeout. Known only with PAV_FAULT_TESTS=1.
-HANG = ("collectives", "--backend", "gloo", "--ops", "all_reduce", "--sizes", "1K", "--inject-hang")
+HANG = (*gloo("all_reduce", "1K"), "--inject-hang")
 FAULT_TESTS: dict[str, TestSpec] = {
     spec.name: spec
     for spec in (
@@ -273,17 +270,7 @@ FAULT_TESTS: dict[str, TestSpec] = {
             "torchrun",
             "cluster",
             False,
-            (
-                "collectives",
-                "--backend",
-                "gloo",
-                "--ops",
-                "all_reduce",
-                "--sizes",
-                "1K",
-                "--inject-exit",
-                "1",
-            ),
+            (*gloo("all_reduce", "1K"), "--inject-exit", "1"),
         ),
     )
 }
