@@ -210,11 +210,12 @@ def pair_limit(hw: HostHardware, src: Gpu, dst: Gpu) -> tuple[float, str] | str:
     if src.nvlink_switch_links and dst.nvlink_switch_links and rate:
         links = min(src.nvlink_switch_links, dst.nvlink_switch_links)
         return links * rate, f"{links} NVLink{src.nvlink_version} links up to NVSwitch x {rate:g} GB/s"
-    limits = [pcie_gbps(g) for g in (src, dst)]
-    if None in limits:
+    limits = {g.index: pcie_gbps(g) for g in (src, dst)}
+    if None in limits.values():
         return f"PCIe generation and width of {src.label()} and {dst.label()} (no NVLink between them)"
-    slower = min((src, dst), key=pcie_gbps)  # type: ignore[arg-type]
-    return min(limits), f"no NVLink between them: PCIe gen{slower.pcie_gen} x{slower.pcie_width}"  # type: ignore[type-var]
+    slower = min((src, dst), key=lambda g: limits[g.index] or 0.0)
+    limit = limits[slower.index] or 0.0
+    return limit, f"no NVLink between them: PCIe gen{slower.pcie_gen} x{slower.pcie_width}"
 
 
 def _collectives(hw: HostHardware) -> list[Derived]:
