@@ -13,8 +13,9 @@ import pytest
 
 from pav.results import HostRecord, TestResult, verdict_of
 from pav.thresholds.apply import apply_derived, gates_record
-from pav.thresholds.derive import SIZE, DerivedGate, Missing, derive_fabric, derive_host, relative_gates
+from pav.thresholds.derive import SIZE, DerivedGate, Missing, derive_fabric, derive_host
 from pav.thresholds.hardware import normalize_bus_id, rdma_rate, read_hardware
+from pav.thresholds.relative import relative_gates
 
 H100 = "NVIDIA H100 80GB HBM3"
 NDR = [f"mlx5_{i} 1 4: ACTIVE|400 Gb/sec (4X NDR)|InfiniBand" for i in range(8)]

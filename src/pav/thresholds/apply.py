@@ -18,9 +18,9 @@ from pav.thresholds.derive import (
     Missing,
     derive_fabric,
     derive_host,
-    relative_gates,
 )
 from pav.thresholds.hardware import HostHardware, read_hardware
+from pav.thresholds.relative import relative_gates
 
 CHOSEN_WITHOUT_GATES = "gpu-correctness"
 
