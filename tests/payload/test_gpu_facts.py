@@ -89,6 +89,19 @@ JOURNAL = (
 # --- parsers ----------------------------------------------------------------------------------------------
 
 
+def assert_healthy_gen5_board(dev: dict[str, Any]) -> None:
+    """The health and link facts of an idle, healthy 700 W board on PCIe gen5 x16."""
+    assert dev["pcie"] == {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16}
+    assert dev["ecc"] == {
+        "mode_current": "enabled",
+        "uncorrectable_volatile": 0,
+        "uncorrectable_aggregate": 0,
+    }
+    assert dev["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failed": False}
+    assert dev["clock_event_reasons"] == ["gpu_idle"]
+    assert dev["power"] == {"limit_w": 700.0, "default_limit_w": 700.0}
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -143,15 +156,7 @@ def test_parse_smi_csv_h100_sxm() -> None:
     assert set(first) == DEVICE_KEYS
     assert first["name"] == "NVIDIA H100 80GB HBM3" and first["pci_bus_id"] == "00000000:18:00.0"
     assert (first["memory_total_mib"], first["sm_clock_max_mhz"]) == (81559, 1980)
-    assert first["pcie"] == {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16}
-    assert first["ecc"] == {
-        "mode_current": "enabled",
-        "uncorrectable_volatile": 0,
-        "uncorrectable_aggregate": 0,
-    }
-    assert first["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failed": False}
-    assert first["clock_event_reasons"] == ["gpu_idle"]
-    assert first["power"] == {"limit_w": 700.0, "default_limit_w": 700.0}
+    assert_healthy_gen5_board(first)
     # nvidia-smi has no per-link NVLink facts: unknown (null), never "no NVLink" (0 links).
     assert first["nvlink"] == UNKNOWN_NVLINK
     assert first["missing"] == [NVLINK_NEEDS_NVML]
@@ -432,15 +437,7 @@ def test_nvml_two_gpus_joined_by_nvlink() -> None:
         0, "NVIDIA H100 NVL", "GPU-0001", "00000000:1B:00.0",
     )  # fmt: skip
     assert (first["memory_total_mib"], first["sm_clock_max_mhz"]) == (95830, 1980)
-    assert first["pcie"] == {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16}
-    assert first["ecc"] == {
-        "mode_current": "enabled",
-        "uncorrectable_volatile": 0,
-        "uncorrectable_aggregate": 0,
-    }
-    assert first["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failed": False}
-    assert first["clock_event_reasons"] == ["gpu_idle"]
-    assert first["power"] == {"limit_w": 700.0, "default_limit_w": 700.0}
+    assert_healthy_gen5_board(first)
     nvlink = first["nvlink"]
     assert (nvlink["version"], nvlink["links_total"], nvlink["links_up"]) == (4, 12, 12)
     assert all(set(link) == LINK_KEYS for link in nvlink["links"])
