@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pav.results import HostRecord, TestResult, verdict_of
-from pav.thresholds.apply import apply_derived, gates_record
+from pav.thresholds.apply import apply_derived, derive_hosts, gates_record
 from pav.thresholds.derive import SIZE, DerivedGate, Missing, derive_fabric, derive_host
 from pav.thresholds.hardware import normalize_bus_id, rdma_rate, read_hardware
 from pav.thresholds.relative import relative_gates
@@ -167,7 +167,7 @@ def probe_metrics(gemm: list[float], pairs: dict[tuple[int, int], float] | None 
 
 def judge(test: TestResult, host_facts: dict[str, Any], profile: str = "auto") -> TestResult:
     hosts = {h: HostRecord(h, facts=host_facts) for h in test.hosts}
-    apply_derived([test], hosts, profile)
+    apply_derived([test], derive_hosts(hosts), profile)
     return test
 
 
@@ -256,7 +256,7 @@ def test_no_silent_pass_an_unknown_gpu_is_an_error_naming_the_fact() -> None:
     assert test.status == "error"
     assert "no performance gate for gemm_bf16_tflops.0" in test.reason and "gpus.yml" in test.reason
     assert verdict_of([test]) == "FAIL"
-    record = gates_record([test], {"n1": HostRecord("n1", facts=host)}, "auto")
+    record = gates_record([test], derive_hosts({"n1": HostRecord("n1", facts=host)}), "auto")
     assert any("NVIDIA Foo 9000" in m for m in record["n1"]["missing"])
 
 
@@ -264,7 +264,7 @@ def test_chosen_gpu_correctness_turns_the_derived_gates_off_and_says_so() -> Non
     host = facts([device(0, "NVIDIA Foo 9000", [])])
     test = judge(probe(probe_metrics([1.0])), host, "gpu-correctness")
     assert test.status == "pass" and test.threshold["gates"] == []
-    record = gates_record([test], {"n1": HostRecord("n1", facts=host)}, "gpu-correctness")
+    record = gates_record([test], derive_hosts({"n1": HostRecord("n1", facts=host)}), "gpu-correctness")
     assert record == {"n1": {"derived": False, "note": "no performance gates (chosen)"}}
 
 
@@ -274,7 +274,7 @@ def test_inter_node_result_is_judged_by_the_fabric_gate() -> None:
         "torch_nccl_allreduce_multi", ["a", "b"], "pass", metrics=metrics, threshold={"gates": []}
     )
     hosts = {"a": HostRecord("a", facts=hgx(8, ports=NDR)), "b": HostRecord("b", facts=hgx(8, ports=NDR))}
-    apply_derived([test], hosts, "auto")
+    apply_derived([test], derive_hosts(hosts), "auto")
     assert test.status == "fail" and "fabric: busbw_gbps.all_reduce.8589934592 120 GB/s" in test.reason
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pav.results import HostRecord, TestResult, verdict_of
-from pav.thresholds.apply import apply_derived, gates_record
+from pav.thresholds.apply import apply_derived, derive_hosts, gates_record
 from pav.thresholds.derive import derive_host
 from pav.thresholds.hardware import read_hardware
 from tests.conftest import run_cli
@@ -36,8 +36,9 @@ def rejudge(name: str) -> tuple[list[TestResult], dict[str, Any]]:
         status = "pass" if raw["status"] == "fail" and raw["name"] == "gpu_probe" else raw["status"]
         tests.append(TestResult(raw["name"], raw["hosts"], status, "", raw["metrics"], threshold))
     hosts = {n: HostRecord(n, facts=h["facts"]) for n, h in run["hosts"].items()}
-    apply_derived(tests, hosts, "auto")
-    return tests, gates_record(tests, hosts, "auto")["localhost"]
+    derivation = derive_hosts(hosts)
+    apply_derived(tests, derivation, "auto")
+    return tests, gates_record(tests, derivation, "auto")["localhost"]
 
 
 @pytest.mark.parametrize("gpu", RUNS)

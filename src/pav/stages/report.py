@@ -17,7 +17,7 @@ from pav.results import RunResults, TestResult, utc_now, verdict_of
 from pav.secrets import scrub
 from pav.slurm.record import attach_jobs
 from pav.thresholds import health
-from pav.thresholds.apply import apply_derived, gates_record
+from pav.thresholds.apply import apply_derived, derive_hosts, gates_record
 from pav.thresholds.profiles import auto_profile, load_gates, load_profile
 from pav.thresholds.scaling import add_scaling, split_gates
 
@@ -64,9 +64,10 @@ def judge_launches(ctx: RunContext) -> None:
         found = evaluate_launch(launch, ctx.run_dir, measured, nccl_gates[launch.scope], lost)
         judged += attach_jobs(found, launch, ctx.run_dir)
     # The gates the hosts' facts derive, under the profile's own: chosen `gpu-correctness` turns them off.
-    apply_derived(judged, ctx.results.hosts, ctx.settings.threshold_profile)
+    derivation = derive_hosts(ctx.results.hosts)
+    apply_derived(judged, derivation, ctx.settings.threshold_profile)
     ctx.results.tests.extend(judged)
-    ctx.results.gates = gates_record(ctx.results.tests, ctx.results.hosts, ctx.settings.threshold_profile)
+    ctx.results.gates = gates_record(ctx.results.tests, derivation, ctx.settings.threshold_profile)
     ctx.launches = []
 
 

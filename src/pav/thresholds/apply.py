@@ -8,6 +8,7 @@ covers is `error`, naming the missing fact: a GPU host never passes without perf
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pav.results import HostRecord, TestResult
@@ -25,31 +26,38 @@ from pav.thresholds.relative import relative_gates
 CHOSEN_WITHOUT_GATES = "gpu-correctness"
 
 
-def hardware_of(hosts: dict[str, HostRecord]) -> dict[str, HostHardware]:
+@dataclass(frozen=True)
+class Derivation:
+    """Each GPU host's hardware and what it derives, worked out once per judging."""
+
+    hardware: dict[str, HostHardware]
+    per_host: dict[str, list[Derived]]
+
+
+def derive_hosts(hosts: dict[str, HostRecord]) -> Derivation:
     found = {name: read_hardware(name, rec.facts) for name, rec in hosts.items()}
-    return {name: hw for name, hw in found.items() if hw.gpus}
+    hardware = {name: hw for name, hw in found.items() if hw.gpus}
+    return Derivation(hardware, {name: derive_host(hw) for name, hw in hardware.items()})
 
 
-def apply_derived(tests: list[TestResult], hosts: dict[str, HostRecord], chosen_profile: str) -> None:
+def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profile: str) -> None:
     """Check each of these tests against its derived gates."""
     if chosen_profile == CHOSEN_WITHOUT_GATES:
         return
-    hardware = hardware_of(hosts)
-    per_host = {name: derive_host(hw) for name, hw in hardware.items()}
+    hardware = derivation.hardware
     for test in tests:
-        found = _derived_for(test, hardware, per_host)
+        found = _derived_for(test, hardware, derivation.per_host)
         if found or test.name == PROBE:
             _judge(test, found, hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None)
 
 
-def gates_record(
-    tests: list[TestResult], hosts: dict[str, HostRecord], chosen_profile: str
-) -> dict[str, Any]:
+def gates_record(tests: list[TestResult], derivation: Derivation, chosen_profile: str) -> dict[str, Any]:
     """results.json's `gates`: per GPU host, the facts the gates came from and any fact that was missing."""
-    hardware = hardware_of(hosts)
     if chosen_profile == CHOSEN_WITHOUT_GATES:
-        return {h: {"derived": False, "note": "no performance gates (chosen)"} for h in hardware}
-    return {name: host_record(hw, derive_host(hw), tests) for name, hw in hardware.items()}
+        return {h: {"derived": False, "note": "no performance gates (chosen)"} for h in derivation.hardware}
+    return {
+        name: host_record(hw, derivation.per_host[name], tests) for name, hw in derivation.hardware.items()
+    }
 
 
 def host_record(hw: HostHardware, derived: list[Derived], tests: list[TestResult]) -> dict[str, Any]:
