@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pav.results import HostRecord, TestResult
-from pav.thresholds.hardware import normalize_bus_id
+from pav.thresholds.hardware import normalize_bus_id, read_hardware
 
 NAME = "gpu_health"
 # Clock event reasons that mean the hardware is holding the GPU back (gpu_idle, app clocks: by design).
@@ -33,15 +33,16 @@ def health_results(hosts: dict[str, HostRecord]) -> list[TestResult]:
 
 def judge_host(host: str, gpus: dict[str, Any]) -> TestResult:
     devices = gpus["devices"]
-    labels = {normalize_bus_id(str(d.get("pci_bus_id") or "")): _label(d) for d in devices}
-    problems = [p for d in devices for p in device_problems(d)]
+    named = read_hardware(host, {"gpus": gpus}).gpus  # the same labels the speed gates use
+    problems = [p for d, gpu in zip(devices, named, strict=True) for p in device_problems(d, gpu.label())]
+    labels = {gpu.bus_id: gpu.label() for gpu in named}
     xids = (gpus.get("xid") or {}).get("events") or []
     problems += xid_problems(xids, labels)
     metrics = {
         "gpus_checked": len(devices),
         "problems": len(problems),
         "xid_events": len(xids),
-        "nvlink_links_down": sum(_links_down(d) for d in devices),
+        "nvlink_links_down": sum(len(_down_links(d)) for d in devices),
     }
     threshold = {
         "gates": [{"metric": "problems", "max": 0, "why": "every GPU and link healthy (facts.gpus)"}]
@@ -50,8 +51,7 @@ def judge_host(host: str, gpus: dict[str, Any]) -> TestResult:
     return TestResult(NAME, [host], status, "; ".join(problems), metrics, threshold)
 
 
-def device_problems(dev: dict[str, Any]) -> list[str]:
-    label = _label(dev)
+def device_problems(dev: dict[str, Any], label: str) -> list[str]:
     out = [f"{label}: NVLink link {k} down" for k in _down_links(dev)]
     ecc = dev.get("ecc") or {}
     if (ecc.get("uncorrectable_volatile") or 0) > 0:
@@ -86,12 +86,3 @@ def xid_problems(events: list[dict[str, Any]], labels: dict[str, str]) -> list[s
 def _down_links(dev: dict[str, Any]) -> list[int]:
     links = (dev.get("nvlink") or {}).get("links") or []
     return [int(link.get("link", i)) for i, link in enumerate(links) if link.get("up") is False]
-
-
-def _links_down(dev: dict[str, Any]) -> int:
-    return len(_down_links(dev))
-
-
-def _label(dev: dict[str, Any]) -> str:
-    ids = ", ".join(str(x) for x in (dev.get("pci_bus_id"), dev.get("uuid")) if x)
-    return f"GPU {dev.get('index')} ({ids})" if ids else f"GPU {dev.get('index')}"
