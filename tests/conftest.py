@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PAYLOAD = ROOT / "payload"  # pav_payload, importable in tests through pytest's pythonpath
 # Fixtures that bring up sim hosts or run the whole pipeline: a test that uses one is slow, and
 # `scripts/test --fast` (pytest -m "not slow") leaves it out.
 HEAVY_FIXTURES = {

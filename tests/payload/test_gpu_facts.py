@@ -14,23 +14,19 @@ from types import ModuleType, SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
-
-PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
-sys.path.insert(0, str(PAYLOAD))
-
-from pav_payload import gpu_facts  # noqa: E402
-from pav_payload.cli import main  # noqa: E402
-from pav_payload.gpu_facts import collect, xid  # noqa: E402
-from pav_payload.gpu_facts.commands import CommandResult  # noqa: E402
-from pav_payload.gpu_facts.decode import (  # noqa: E402
+from pav_payload import gpu_facts
+from pav_payload.cli import main
+from pav_payload.gpu_facts import collect, xid
+from pav_payload.gpu_facts.commands import CommandResult
+from pav_payload.gpu_facts.decode import (
     CLOCK_EVENT_REASONS,
     decode_clock_reasons,
     normalize_bus_id,
     strip_ansi,
 )
-from pav_payload.gpu_facts.nvml import read_nvml  # noqa: E402
-from pav_payload.gpu_facts.output import GpuFacts  # noqa: E402
-from pav_payload.gpu_facts.smi import (  # noqa: E402
+from pav_payload.gpu_facts.nvml import read_nvml
+from pav_payload.gpu_facts.output import GpuFacts
+from pav_payload.gpu_facts.smi import (
     NVLINK_NEEDS_NVML,
     SMI_FIELDS,
     device_from_smi,
@@ -38,7 +34,9 @@ from pav_payload.gpu_facts.smi import (  # noqa: E402
     parse_smi_csv,
     read_nvidia_smi,
 )
-from pav_payload.gpu_facts.xid import parse_xid_lines, scan_xid  # noqa: E402
+from pav_payload.gpu_facts.xid import parse_xid_lines, scan_xid
+
+from tests.conftest import PAYLOAD
 
 TOP_KEYS = {"source", "driver", "nvml_version", "missing", "devices", "xid"}
 DEVICE_KEYS = {

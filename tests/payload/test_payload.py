@@ -10,16 +10,14 @@ from typing import Any
 
 import pytest
 import torch
+from pav_payload.bandwidth import OPS, algbw_gbps, bus_factor
+from pav_payload.cli import build_parser, main
+from pav_payload.models import SIZES, ModelConfig, build_model, transformer_parameters
+from pav_payload.resnet import ResNet50
+from pav_payload.sizes import parse_size, parse_sizes
+from pav_payload.train import resolve_train_args
 
-PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
-sys.path.insert(0, str(PAYLOAD))
-
-from pav_payload.bandwidth import OPS, algbw_gbps, bus_factor  # noqa: E402
-from pav_payload.cli import build_parser, main  # noqa: E402
-from pav_payload.models import SIZES, ModelConfig, build_model, transformer_parameters  # noqa: E402
-from pav_payload.resnet import ResNet50  # noqa: E402
-from pav_payload.sizes import parse_size, parse_sizes  # noqa: E402
-from pav_payload.train import resolve_train_args  # noqa: E402
+from tests.conftest import PAYLOAD
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 NPROC = 2

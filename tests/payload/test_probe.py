@@ -14,12 +14,8 @@ from typing import Any
 
 import pytest
 import torch
-
-PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
-sys.path.insert(0, str(PAYLOAD))
-
-from pav_payload.cli import build_parser  # noqa: E402
-from pav_payload.probe import (  # noqa: E402
+from pav_payload.cli import build_parser
+from pav_payload.probe import (
     NO_CUDA,
     Checks,
     ProbeSizes,
@@ -36,6 +32,8 @@ from pav_payload.probe import (  # noqa: E402
     random_bytes,
     tflops,
 )
+
+from tests.conftest import PAYLOAD
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 CPU = torch.device("cpu")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PAYLOAD = Path(__file__).resolve().parents[2] / "payload"
+from tests.conftest import PAYLOAD
 
 
 def check(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
