@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from pav_payload.gpu_facts.decode import normalize_bus_id
+from pav_payload.gpu_facts.decode import normalize_bus_id, nvml_text
 from pav_payload.runner import Outcome
 from pav_payload.session import Session
 
@@ -375,10 +375,7 @@ def _nvml_ids(index: int | None, uuid: str | None) -> tuple[str | None, str | No
     except Exception:  # no pynvml or no NVML: the ids stay null, the figures do not depend on them
         return None, None
 
-    def text(value: object) -> str:
-        return value.decode() if isinstance(value, bytes) else str(value)
-
-    return text(found_uuid), normalize_bus_id(text(bus_id))
+    return nvml_text(found_uuid), normalize_bus_id(nvml_text(bus_id))
 
 
 def _print_table(metrics: dict[str, Any]) -> None:

@@ -14,13 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROBE = "gpu_probe"
-COLUMNS = (
-    ("gemm_bf16_tflops", "GEMM bf16 TFLOP/s"),
-    ("hbm_copy_gbps", "HBM copy GB/s"),
-    ("h2d_gbps", "H2D GB/s"),
-    ("d2h_gbps", "D2H GB/s"),
-)
+from pav.thresholds.derive import PER_GPU, PROBE
+
+# The grid's columns are the per-GPU metrics the gates judge, in their order.
+COLUMNS = tuple(zip(PER_GPU, ("GEMM bf16 TFLOP/s", "HBM copy GB/s", "H2D GB/s", "D2H GB/s"), strict=True))
 PAIRS = "p2p_gbps"
 # A cell's state, worst first: one failing gate marks the cell, whatever its other gates say.
 STATES = ("fail", "unmeasured", "pass", "none")
