@@ -1,4 +1,5 @@
-"""Command line: ``python -m pav_payload {collectives,train,probe,facts} ...``, usually under torchrun."""
+"""Command line: ``python -m pav_payload {collectives,train,probe,facts,host-facts} ...``, mostly under
+torchrun."""
 
 import argparse
 import sys
@@ -6,6 +7,7 @@ import sys
 from pav_payload.bandwidth import OPS
 from pav_payload.collectives import DTYPES, run_collectives
 from pav_payload.gpu_facts import print_facts
+from pav_payload.host_facts import print_host_facts
 from pav_payload.models import MODELS, SIZES
 from pav_payload.parallel import MODES
 from pav_payload.probe import run_probe
@@ -122,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "facts", help="per-GPU facts from NVML (else nvidia-smi) and Xid lines, as JSON"
     )
     facts.set_defaults(direct=print_facts)
+    host = commands.add_parser("host-facts", help="the host's torch and GPU facts as one JSON object")
+    host.set_defaults(direct=print_host_facts)
     return parser
 
 

@@ -668,3 +668,14 @@ def _round_trip(facts: GpuFacts) -> dict[str, Any]:
 
 def _as_dict(device: Any) -> dict[str, Any]:
     return json.loads(GpuFacts("nvml", devices=[device]).to_json())["devices"][0]
+
+
+def test_host_facts_answer_torch_and_gpus_in_one_object(capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    assert main(["host-facts"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert set(answer) == {"torch", "gpus"}
+    assert answer["torch"]["version"] == torch.__version__
+    assert answer["torch"]["devices"] == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    assert set(answer["gpus"]) == TOP_KEYS

@@ -61,11 +61,15 @@ def _close_nvml(nvml: ModuleType) -> None:
         nvml.nvmlShutdown()
 
 
-def print_facts(_args: argparse.Namespace) -> int:
-    """The ``facts`` subcommand: one JSON object on stdout, exit 0, whatever the host has."""
+def facts_json() -> str:
+    """The facts as one JSON object, whatever the host has: a bug here still answers, saying what broke."""
     try:
-        text = collect().to_json()
-    except Exception as exc:  # a bug here must still leave an answer that says what went wrong
-        text = GpuFacts("none", missing=[f"facts: {type(exc).__name__}: {exc}"]).to_json()
-    print(text, flush=True)
+        return collect().to_json()
+    except Exception as exc:
+        return GpuFacts("none", missing=[f"facts: {type(exc).__name__}: {exc}"]).to_json()
+
+
+def print_facts(_args: argparse.Namespace) -> int:
+    """The ``facts`` subcommand: one JSON object on stdout, exit 0."""
+    print(facts_json(), flush=True)
     return 0
