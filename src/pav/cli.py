@@ -8,10 +8,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pav import catalog, interrupts, plan, rundir
+from pav import catalog, interrupts, plan, rundir, torch_python
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
+from pav.extravars import parse_extra_vars
 from pav.results import RunResults
 from pav.settings import PLATFORMS, Settings, load_settings, settings_file
 from pav.thresholds.profiles import profile_path
@@ -91,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="run the tuning roles in check mode with diff: report, change nothing",
     )
+    p.add_argument(
+        "-e",
+        "--extra-vars",
+        action="append",
+        default=[],
+        metavar="VARS",
+        help="variables for every playbook, as ansible-playbook takes them: key=value, @file.yml or a YAML "
+        "mapping; repeatable; pav_* keys override the env's settings (e.g. -e torch_payload_python=PATH)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="a progress line for every task result")
     return p
 
@@ -123,8 +133,11 @@ def make_context(args: argparse.Namespace) -> RunContext:
         allow_missing=args.allow_missing,
         max_hours=args.max_hours,
         results_root=rundir.results_root(args.results_root),
+        extra_vars=parse_extra_vars(args.extra_vars),
     )
-    settings = load_settings(env.inventory_dir)
+    if env.name == "local" and "torch_payload_python" not in options.extra_vars:
+        options.extra_vars["torch_payload_python"] = torch_python.choose()
+    settings = load_settings(env.inventory_dir, options.extra_vars)
     if args.platform:
         settings.platform = args.platform
     if args.tests:

@@ -30,6 +30,7 @@ class Options:
     allow_missing: int = 0  # --allow-missing N: unreachable hosts the run goes on without
     max_hours: int | None = None  # --max-hours H: cloud resources' pav-expires-at label, H hours on
     results_root: Path = Path("runs")  # where run dirs live; the report compares with earlier runs there
+    extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars
 
 
 @dataclass
@@ -56,8 +57,9 @@ class RunContext:
         return self.settings.apply_tuning if chosen is None else chosen
 
     def extravars(self) -> dict[str, Any]:
-        """Variables every playbook gets. Never secrets: runner and Ansible may log them."""
-        return {
+        """Variables every playbook gets: the user's -e, then the driver's own (settings among them already
+        hold -e's typed pav_* values). Never secrets: runner and Ansible may log them."""
+        return self.options.extra_vars | {
             "pav_run_id": self.results.run_id,
             "pav_run_dir": str(self.run_dir.resolve()),
             "pav_remote_dir": self.settings.remote_dir,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pav.errors import PavError
 from pav.yamlfile import load_mapping
@@ -47,20 +50,22 @@ def settings_file(inventory_dir: Path) -> Path | None:
     return None
 
 
-def load_settings(inventory_dir: Path) -> Settings:
+def load_settings(inventory_dir: Path, extra_vars: dict[str, Any] | None = None) -> Settings:
+    """The env's settings file, then -e's pav_* keys over it (extra vars win in Ansible too)."""
     path = settings_file(inventory_dir)
     data = load_mapping(path) if path else {}
-    return settings_from(data, str(path or inventory_dir))
+    settings = settings_from(data, str(path or inventory_dir))
+    return settings_from(_typed(extra_vars or {}), "-e", settings) if extra_vars else settings
 
 
-def settings_from(data: dict[str, Any], source: str) -> Settings:
-    settings = Settings()
+def settings_from(data: dict[str, Any], source: str, base: Settings | None = None) -> Settings:
+    settings = base or Settings()
     for f in fields(Settings):
         key = f"pav_{f.name}"
         if key not in data:
             continue
         value = data[key]
-        default = getattr(settings, f.name)
+        default = getattr(Settings(), f.name)
         if not _same_kind(value, default):
             raise PavError(f"{source}: {key} must be {_kind(default)}, got {value!r}; fix that key")
         setattr(settings, f.name, value)
@@ -75,6 +80,21 @@ def settings_from(data: dict[str, Any], source: str) -> Settings:
     if settings.platform not in PLATFORMS:
         raise PavError(f"{source}: pav_platform must be {' or '.join(PLATFORMS)}, got {settings.platform!r}")
     return settings
+
+
+def _typed(extra_vars: dict[str, Any]) -> dict[str, Any]:
+    """-e key=value gives strings: a setting that is not a string reads its value as YAML (5, true, [a])."""
+    typed = {}
+    for f in fields(Settings):
+        key = f"pav_{f.name}"
+        if key not in extra_vars:
+            continue
+        typed[key] = extra_vars[key]
+        if isinstance(typed[key], str) and not isinstance(getattr(Settings(), f.name), str):
+            # Left a string when it is no YAML: the type check then names the key and the value.
+            with contextlib.suppress(yaml.YAMLError):
+                typed[key] = yaml.safe_load(typed[key])
+    return typed
 
 
 def _same_kind(value: Any, default: Any) -> bool:

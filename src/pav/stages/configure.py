@@ -16,7 +16,13 @@ def run(ctx: RunContext) -> str:
     raise_for_hosts(ctx, outcome, "configure")
     mode = "applied" if ctx.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
     dropped = f"; went on without {', '.join(ctx.missing)} (--allow-missing)" if ctx.missing else ""
-    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{dropped}"
+    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{dropped}{_pythons(ctx)}"
+
+
+def _pythons(ctx: RunContext) -> str:
+    """Which Python runs the payload: the local env chooses one itself, a wrong one costs a whole run."""
+    found = {str(h.facts["torch"]["python"]) for h in ctx.results.hosts.values() if "torch" in h.facts}
+    return f"; payload Python {', '.join(sorted(found))}" if found else ""
 
 
 def save_facts(ctx: RunContext, outcome: PlaybookOutcome) -> None:

@@ -1,0 +1,99 @@
+"""-e/--extra-vars as ansible-playbook takes them: parsed, refused with one line when malformed, over the
+env's settings, into every playbook (roles check them), and the local env's own choice of payload Python."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pav import torch_python
+from pav.errors import PavError
+from pav.extravars import parse_extra_vars
+from pav.settings import load_settings
+from tests.conftest import ROOT, assert_one_line_error, run_cli
+
+
+def test_the_forms_ansible_playbook_takes(tmp_path: Path) -> None:
+    varfile = tmp_path / "vars.yml"
+    varfile.write_text("pav_hosts: 4\nnested: {a: [1, 2]}\n")
+    parsed = parse_extra_vars(["a=1 b='two words'", f"@{varfile}", '{"c": true}', "a=3"])
+    assert parsed == {"a": "3", "b": "two words", "pav_hosts": 4, "nested": {"a": [1, 2]}, "c": True}
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("novalue", "-e 'novalue': expected key=value, @file.yml or a YAML mapping"),
+        ("=1", "-e '=1': expected key=value"),
+        ("{not: [closed", "not a valid mapping"),
+        ("1x=2", "-e '1x': not a variable name"),
+        ("pav_run_dir=/tmp/x", "-e pav_run_dir: the driver sets it for each run"),
+        ("@/nonexistent/vars.yml", "cannot read /nonexistent/vars.yml"),
+    ],
+)
+def test_malformed_values_are_refused_naming_them(value: str, needle: str) -> None:
+    with pytest.raises(PavError) as caught:
+        parse_extra_vars([value])
+    assert needle in str(caught.value)
+
+
+def test_pav_keys_override_the_envs_settings_typed_as_yaml() -> None:
+    base = load_settings(ROOT / "inventories" / "sim")
+    settings = load_settings(ROOT / "inventories" / "sim", {"pav_hosts": "5", "pav_isolate": "false"})
+    assert (base.hosts, base.isolate) == (3, True)
+    assert (settings.hosts, settings.isolate) == (5, False)
+    with pytest.raises(PavError, match=r"-e: pav_hosts must be an integer, got 'five'"):
+        load_settings(ROOT / "inventories" / "sim", {"pav_hosts": "five"})
+
+
+def test_a_bad_value_on_the_command_line_is_one_error_line() -> None:
+    run = run_cli("--env", "sim", "--dry-run", "-e", "pav_test_timeout_s=soon")
+    assert_one_line_error(run, "-e: pav_test_timeout_s must be an integer, got 'soon'")
+
+
+def test_the_plan_reflects_a_pav_setting_from_the_command_line() -> None:
+    run = run_cli("--env", "sim", "--dry-run", "-e", "pav_hosts=5")
+    assert run.rc == 0, run.stderr
+    assert "5 host(s), created by Terraform" in run.stdout
+
+
+def test_local_env_prefers_the_drivers_python_when_it_has_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch_python.importlib.util, "find_spec", lambda name: object())
+    assert torch_python.choose() == sys.executable
+
+
+def test_local_env_falls_back_to_python3_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_torch = tmp_path / "python3"
+    with_torch.write_text("#!/bin/sh\nexit 0\n")  # finds torch, as the real check's exit 0 says
+    with_torch.chmod(0o755)
+    monkeypatch.setattr(torch_python.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert torch_python.choose() == str(with_torch)
+    with_torch.write_text("#!/bin/sh\nexit 1\n")  # no torch there either: the driver's, named by configure
+    assert torch_python.choose() == sys.executable
+
+
+@pytest.mark.slow
+def test_e_reaches_the_roles_and_names_the_python_it_chose(tmp_path: Path) -> None:
+    no_torch = tmp_path / "python-without-torch"
+    no_torch.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
+    no_torch.chmod(0o755)
+    run = run_cli(
+        "--stages", "configure", "--run-dir", str(tmp_path / "run"), "-e", f"torch_payload_python={no_torch}"
+    )
+    assert run.rc == 2, run.stdout + run.stderr
+    assert (
+        f"the payload did not run with {no_torch} (ModuleNotFoundError: No module named 'torch')"
+        in run.stderr
+    )
+    assert "-e torch_payload_python=" in run.stderr
+
+
+@pytest.mark.slow
+def test_e_values_are_checked_by_the_roles_argument_specs(tmp_path: Path) -> None:
+    run = run_cli("--stages", "configure", "--run-dir", str(tmp_path / "run"),
+                  "-e", "torch_payload_gpu_facts_timeout_s=soon")  # fmt: skip
+    assert run.rc == 2, run.stdout + run.stderr
+    assert "argument 'torch_payload_gpu_facts_timeout_s' is of type str" in run.stderr
