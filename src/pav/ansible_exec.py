@@ -32,6 +32,10 @@ FACT_KEYS = (
 )
 
 
+# Events that end one host's run of a task; each carries the run's duration.
+FINISHED = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable")
+
+
 @dataclass
 class PlaybookOutcome:
     rc: int
@@ -43,6 +47,8 @@ class PlaybookOutcome:
         default_factory=dict
     )  # host -> "role : task" that changed (or would)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> FACT_KEYS the roles set
+    # "role : task" -> seconds each host's run of it took (ansible-runner's event duration): where time goes
+    durations: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def failed_hosts(self) -> set[str]:
@@ -180,9 +186,12 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
         for key, value in (res.get("ansible_facts") or {}).items():
             if key in FACT_KEYS:
                 outcome.facts.setdefault(host, {})[key] = value
+    task = data.get("task", "?")
+    label = f"{data['role']} : {task}" if data.get("role") else task
     if name == "runner_on_ok" and res.get("changed"):
-        task = data.get("task", "?")
-        outcome.changes.setdefault(host, []).append(f"{data['role']} : {task}" if data.get("role") else task)
+        outcome.changes.setdefault(host, []).append(label)
+    if name in FINISHED and isinstance(data.get("duration"), int | float):
+        outcome.durations.setdefault(label, []).append(float(data["duration"]))
 
 
 def _message(res: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.extravars import parse_extra_vars
+from pav.reporting import timings
 from pav.results import RunResults
 from pav.settings import PLATFORMS, Settings, load_settings, settings_file
 from pav.thresholds.profiles import profile_path
@@ -102,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         "mapping; repeatable; pav_* keys override the env's settings (e.g. -e torch_payload_python=PATH)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="a progress line for every task result")
+    p.add_argument(
+        "--timings",
+        action="store_true",
+        help="after the summary, where orchestration time went: per stage, role and costliest task "
+        "(also in results.json's ansible_time)",
+    )
     return p
 
 
@@ -191,6 +198,8 @@ def run(argv: list[str]) -> int:
     print(f"run dir: {ctx.run_dir}", flush=True)
     code = pipeline.execute(ctx, platform.for_run(ctx))
     print((ctx.run_dir / "summary.txt").read_text(), end="")
+    if args.timings:
+        print("\n".join(timings.render(ctx.results)))
     if ctx.results.error:
         print(f"error: {ctx.results.error}", file=sys.stderr)
     return code

@@ -46,6 +46,7 @@ class RunContext:
     provisioned: dict[str, Any] = field(default_factory=dict)  # what teardown must destroy
     missing: dict[str, str] = field(default_factory=dict)  # host -> why it left the run (unreachable)
     derived_gates: dict[str, list[Gate]] = field(default_factory=dict)  # test -> gates judged across tests
+    playbook_time: dict[str, dict[str, Any]] = field(default_factory=dict)  # stage -> every task's durations
 
     @property
     def host_names(self) -> list[str]:

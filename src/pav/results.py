@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 TestStatus = Literal["pass", "fail", "skipped", "error"]
 StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
@@ -74,6 +74,7 @@ class RunResults:
     isolation: dict[str, Any] = field(default_factory=dict)  # suspect hosts and the re-runs that name them
     history: dict[str, Any] = field(default_factory=dict)  # vs earlier runs of the env (reporting/history.py)
     gates: dict[str, Any] = field(default_factory=dict)  # per GPU host: facts the derived gates came from
+    ansible_time: dict[str, Any] = field(default_factory=dict)  # per playbook stage: where its time went
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

@@ -22,7 +22,7 @@ def test_exits_zero_with_pass(local_run: tuple[int, Path, str]) -> None:
     rc, run_dir, output = local_run
     assert rc == 0, output
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["schema_version"] == "1.1"
+    assert results["schema_version"] == "1.2"
     assert results["verdict"] == "PASS"
     assert [s["name"] for s in results["stages"]] == [
         "provision", "configure", "validate", "collect", "isolate", "report", "teardown",
@@ -79,3 +79,20 @@ def test_tuning_is_applied_only_on_opt_in() -> None:
     assert "configure: tuning applied" in run_cli("--env", "local", "--dry-run", "--apply-tuning").stdout
     assert "configure: tuning in check mode" in run_cli("--env", "sim", "--dry-run", "--check-tuning").stdout
     assert "configure: tuning applied" in run_cli("--env", "sim", "--dry-run").stdout
+
+
+def test_where_orchestration_time_went_is_recorded(local_run: tuple[int, Path, str]) -> None:
+    _, run_dir, _ = local_run
+    spent = json.loads((run_dir / "results.json").read_text())["ansible_time"]
+    assert {"configure", "validate", "collect", "teardown"} <= set(spent)
+    configure = spent["configure"]
+    assert {"preflight", "torch_payload", "host_tuning"} <= set(configure["roles"])
+    assert configure["task_runs"] >= 20 and configure["host_s"] > 0
+    assert configure["tasks"][0]["host_s"] == max(t["host_s"] for t in configure["tasks"])
+
+
+def test_timings_view_follows_the_summary(tmp_path: Path) -> None:
+    run = run_cli("--stages", "configure", "--timings", "--run-dir", str(tmp_path / "r"))
+    assert run.rc == 0, run.stdout + run.stderr
+    view = run.stdout.split("VERDICT:")[1]
+    assert "timings (host-s" in view and "configure  wall" in view and "torch_payload" in view

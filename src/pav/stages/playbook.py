@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pav.ansible_exec import PlaybookOutcome, run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
+from pav.reporting import timings
 
 
 def play(
     ctx: RunContext, stage: str, playbook: str, extravars: dict[str, Any] | None = None
 ) -> PlaybookOutcome:
     """Run `playbook` for `stage` on the run's hosts; hosts the run went on without are left out."""
-    return run_playbook(
+    started = time.monotonic()
+    outcome = run_playbook(
         stage,
         playbook,
         ctx.inventory_file,
@@ -23,6 +26,9 @@ def play(
         verbose=ctx.options.verbose,
         limit=ctx.limit,
     )
+    timings.add(ctx.playbook_time.setdefault(stage, {}), outcome, time.monotonic() - started)
+    ctx.results.ansible_time[stage] = timings.summary(ctx.playbook_time[stage])
+    return outcome
 
 
 def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
