@@ -39,8 +39,10 @@ def test_unreachable_host_stops_the_run(sim_deps: None, sandbox: Sandbox) -> Non
 
 
 def test_allow_missing_validates_the_rest(sim_deps: None, sandbox: Sandbox) -> None:
+    # Hosts get 10 s to answer SSH, not the env's 30: a sim host answers within a second, the deaf one never.
     run = sandbox.cli("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce",
-                      "--allow-missing", "1", env={"PAV_SIM_DEAF_HOST": "1"})  # fmt: skip
+                      "--allow-missing", "1", "-e", "pav_ssh_timeout_s=10",
+                      env={"PAV_SIM_DEAF_HOST": "1"})  # fmt: skip
     assert run.rc == 1, run.stdout + run.stderr  # a verdict: FAIL, since one host was not validated
     assert "Traceback" not in run.stdout + run.stderr
     results = sandbox.results()
@@ -57,6 +59,7 @@ def test_allow_missing_validates_the_rest(sim_deps: None, sandbox: Sandbox) -> N
     assert missing["reason"].startswith(f"not validated: host {host1} is unreachable"), missing["reason"]
     stages = {s["name"]: s for s in results["stages"]}
     assert f"went on without {host1}" in stages["configure"]["detail"]
+    assert results["hosts"][host1]["ansible"]["configure"] == {}  # not tried again: provision waited already
     assert stages["collect"]["detail"] == "collected from 1 host(s)"  # the lost host was not tried again
     assert stages["teardown"]["status"] == "ok" and len(results["destroyed"]) == 3
     assert sandbox.left(("run",)) == []

@@ -26,6 +26,11 @@ def run(ctx: RunContext) -> str:
     count = ctx.options.hosts or ctx.settings.hosts
     created, silent = env.apply(count, ctx.settings.ssh_timeout_s, ctx.options.allow_missing)
     ctx.inventory_file = write_generated(env.inventory_hosts(created), ctx.env.inventory_dir, _inv_dir(ctx))
+    # Out of the run from here: configure would only wait for them again, for its SSH timeout per host.
+    for name in silent:
+        ctx.missing[name] = (
+            f"is unreachable: it never answered SSH within {ctx.settings.ssh_timeout_s}s of being created"
+        )
     up = [h.name for h in created if h.name not in silent]
     dropped = f"; never answered SSH: {', '.join(silent)} (--allow-missing)" if silent else ""
     return f"{len(up)} host(s) up: {', '.join(up)}{dropped} (state in {env.state})"
@@ -46,9 +51,13 @@ def resolve(ctx: RunContext) -> None:
         if ctx.env.hosts_file is None:
             raise PavError(f"env {ctx.env.name} has no hosts file; pass --inventory FILE")
         ctx.inventory_file = stage_inventory(ctx.env.hosts_file, ctx.env.inventory_dir, _inv_dir(ctx))
-    ctx.hosts = resolve_hosts(ctx.inventory_file, label=ctx.env.hosts_file)
-    for host in ctx.hosts:
-        ctx.results.hosts.setdefault(host.name, HostRecord(host.name)).address = host.address
+    every = resolve_hosts(ctx.inventory_file, label=ctx.env.hosts_file)
+    for host in every:
+        record = ctx.results.hosts.setdefault(host.name, HostRecord(host.name))
+        record.address = host.address
+        if host.name in ctx.missing:
+            record.status = "unreachable"
+    ctx.hosts = [h for h in every if h.name not in ctx.missing]
 
 
 def _inv_dir(ctx: RunContext) -> Path:
