@@ -33,11 +33,12 @@ PLAYBOOK = """\
 """
 RECAP = re.compile(r"^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 EIGHT_GPUS = {"preflight_facts": {"gpu": {"count": "8"}}}  # preflight records the count as a string
-# A stand-in for nccl-tests' Makefile: records make's variables, writes build/all_reduce_perf.
+# A stand-in for nccl-tests' Makefile: records make's variables, writes $(BUILDDIR)/all_reduce_perf.
 FAKE_MAKEFILE = """\
-build/all_reduce_perf:
-\tmkdir -p build
-\techo "MPI=$(MPI) CUDA_HOME=$(CUDA_HOME) NCCL_HOME=$(NCCL_HOME)" > build/make-args.txt
+BUILDDIR ?= build
+$(BUILDDIR)/all_reduce_perf:
+\tmkdir -p $(BUILDDIR)
+\techo "MPI=$(MPI) CUDA_HOME=$(CUDA_HOME) NCCL_HOME=$(NCCL_HOME)" > $(BUILDDIR)/make-args.txt
 \tprintf '#!/bin/sh\\n' > $@
 \tchmod +x $@
 """
@@ -45,11 +46,14 @@ COMMON_H = '#ifndef __COMMON_H__\n#define __COMMON_H__\n#define NCCL_TESTS_VERSI
 
 
 def play(tmp_path: Path, extra_vars: dict[str, Any]) -> tuple[dict[str, Any], int, str]:
-    """Run the role; return nccl_tests_info, the changed count and the output."""
+    """Run the role, its build cache under tmp_path; return nccl_tests_info, the changed count, the output."""
     playbook = tmp_path / "play.yml"
     playbook.write_text(PLAYBOOK)
     vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps({"ansible_python_interpreter": "/usr/bin/python3", **extra_vars}))
+    cache = {"nccl_tests_cache_dir": str(tmp_path / "cache")}
+    vars_file.write_text(
+        json.dumps({"ansible_python_interpreter": "/usr/bin/python3", **cache, **extra_vars})
+    )
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(REPO / "ansible" / "ansible.cfg"),
@@ -94,6 +98,7 @@ def test_no_gpu_skips_and_says_why(tmp_path: Path) -> None:
         "available": False,
         "bin_dir": "",
         "mpi": False,
+        "built_now": False,
         "reason": info["reason"],
         "version": "",
     }
@@ -113,6 +118,7 @@ def test_prebuilt_binary_is_used(tmp_path: Path) -> None:
         "available": True,
         "bin_dir": str(build),
         "mpi": False,
+        "built_now": False,
         "reason": f"prebuilt nccl-tests in {build}",
         "version": "2.19.6",
     }
@@ -137,23 +143,42 @@ def test_non_executable_binary_is_not_used(tmp_path: Path) -> None:
     assert info["available"] is False and "is not an executable file" in info["reason"]
 
 
-def test_source_checkout_is_built_once(tmp_path: Path) -> None:
+def the_build(tmp_path: Path) -> Path:
+    [build] = [p for p in (tmp_path / "cache").iterdir() if not p.name.endswith(".tmp")]
+    return build
+
+
+def test_source_checkout_is_built_once_into_the_cache(tmp_path: Path) -> None:
     src = fake_checkout(tmp_path / "nccl-tests-src")
     extra = {**EIGHT_GPUS, "nccl_tests_bin_dir": str(tmp_path / "none"), "nccl_tests_src_dir": str(src)}
     info, changed, out = play(tmp_path, extra)
+    build = the_build(tmp_path)
     assert info == {
         "available": True,
-        "bin_dir": f"{src}/build",
+        "bin_dir": str(build),
         "mpi": False,
-        "reason": f"built from {src}",
+        "built_now": True,
+        "reason": f"built from {src} now",
         "version": "2.19.6",
     }
     assert changed == 1, out
-    assert (src / "build" / "make-args.txt").read_text() == "MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=\n"
-    # Second run: the binary exists, make does not run again.
+    assert (build / "make-args.txt").read_text() == "MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=\n"
+    assert not (src / "build").exists()  # the checkout stays as it was
+    # Second run: the cache holds a build of the same inputs, make does not run again.
     again, changed_again, out_again = play(tmp_path, extra)
-    assert again == info
+    assert again == info | {"built_now": False, "reason": f"built from {src}, a cached build"}
     assert changed_again == 0, out_again
+
+
+def test_a_changed_input_builds_anew_and_rebuild_forces_it(tmp_path: Path) -> None:
+    src = fake_checkout(tmp_path / "nccl-tests-src")
+    extra = {**EIGHT_GPUS, "nccl_tests_bin_dir": str(tmp_path / "none"), "nccl_tests_src_dir": str(src)}
+    first, _, _ = play(tmp_path, extra)
+    (src / "src" / "common.h").write_text(COMMON_H + "// patched\n")  # the source's content is an input
+    patched, _, _ = play(tmp_path, extra)
+    assert patched["built_now"] is True and patched["bin_dir"] != first["bin_dir"]
+    forced, changed, out = play(tmp_path, extra | {"nccl_tests_rebuild": True})
+    assert forced["built_now"] is True and forced["bin_dir"] == patched["bin_dir"] and changed == 1, out
 
 
 def test_build_passes_mpi_and_nccl_home(tmp_path: Path) -> None:
@@ -169,7 +194,7 @@ def test_build_passes_mpi_and_nccl_home(tmp_path: Path) -> None:
     info, _, _ = play(tmp_path, extra)
     assert info["available"] is True
     assert (
-        src / "build" / "make-args.txt"
+        the_build(tmp_path) / "make-args.txt"
     ).read_text() == "MPI=1 CUDA_HOME=/opt/cuda-12.8 NCCL_HOME=/opt/nccl\n"
 
 
@@ -209,14 +234,16 @@ def test_release_download_with_checksum(tmp_path: Path) -> None:
     info, changed, out = play(tmp_path, extra)
     assert info == {
         "available": True,
-        "bin_dir": f"{downloads}/v2.19.6/build",
+        "bin_dir": str(the_build(tmp_path)),
         "mpi": False,
-        "reason": f"built from {downloads}/v2.19.6",
+        "built_now": True,
+        "reason": f"built from {downloads}/v2.19.6 now",
         "version": "2.19.6",
     }
     assert changed >= 3, out  # folder, tarball, unpack, make
     again, changed_again, out_again = play(tmp_path, extra)
-    assert again == info and changed_again == 0, out_again
+    assert again == info | {"built_now": False, "reason": f"built from {downloads}/v2.19.6, a cached build"}
+    assert changed_again == 0, out_again
 
 
 def test_failed_download_is_recorded_not_fatal(tmp_path: Path) -> None:
@@ -238,4 +265,4 @@ def test_require_gpu_false_installs_anyway(tmp_path: Path, gpus: dict[str, Any])
     extra = {**gpus, "nccl_tests_require_gpu": False, "nccl_tests_src_dir": str(src)}
     extra["nccl_tests_bin_dir"] = str(tmp_path / "none")
     info, _, _ = play(tmp_path, extra)
-    assert info["available"] is True and info["bin_dir"] == f"{src}/build"
+    assert info["available"] is True and info["bin_dir"] == str(the_build(tmp_path))
