@@ -142,9 +142,9 @@ def make_context(args: argparse.Namespace) -> RunContext:
         results_root=rundir.results_root(args.results_root),
         extra_vars=parse_extra_vars(args.extra_vars),
     )
-    if env.name == "local" and "torch_payload_python" not in options.extra_vars:
-        options.extra_vars["torch_payload_python"] = torch_python.choose()
     settings = load_settings(env.inventory_dir, options.extra_vars)
+    if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:
+        options.extra_vars["torch_payload_python"] = torch_python.choose()
     if args.platform:
         settings.platform = args.platform
     if args.tests:

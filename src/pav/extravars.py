@@ -15,9 +15,16 @@ import yaml
 from pav.errors import PavError
 from pav.yamlfile import load_mapping
 
-# Set by the driver for each run: an override would point the run at another run's files.
-DRIVER_OWNED = ("pav_run_id", "pav_run_dir", "pav_payload_src", "pav_state_dir", "pav_controller_python",
-                "pav_allow_missing")  # fmt: skip
+# Set by the driver for each run (an override would point the run at another run's files), and where to
+# set each instead.
+DRIVER_OWNED = {
+    "pav_run_id": "each run names itself",
+    "pav_run_dir": "use --run-dir",
+    "pav_payload_src": "the payload is the checkout's payload/",
+    "pav_state_dir": "set PAV_STATE_DIR",
+    "pav_controller_python": "it is the Python running provision-and-validate",
+    "pav_allow_missing": "use --allow-missing",
+}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _FORMS = "key=value, @file.yml or a YAML mapping"
 
@@ -31,7 +38,7 @@ def parse_extra_vars(values: list[str]) -> dict[str, Any]:
         if not _NAME.match(str(key)):
             raise PavError(f"-e {key!r}: not a variable name; use letters, digits and _ ({_FORMS})")
         if key in DRIVER_OWNED:
-            raise PavError(f"-e {key}: the driver sets it for each run; use the option for it (see --help)")
+            raise PavError(f"-e {key}: the driver sets it for each run; {DRIVER_OWNED[key]}")
     return merged
 
 

@@ -34,6 +34,8 @@ class Settings:
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
     slurm_mpi: str = "pmix"  # srun --mpi=THIS starts nccl-tests' ranks across nodes under --launcher slurm
+    # The hosts are this machine: the driver picks the payload's Python (torch_python.py) unless -e sets one.
+    payload_python_auto: bool = False
 
     def timeout_for(self, test: str) -> int:
         """Seconds a launch of this test may run before it is killed on every host."""
@@ -59,13 +61,13 @@ def load_settings(inventory_dir: Path, extra_vars: dict[str, Any] | None = None)
 
 
 def settings_from(data: dict[str, Any], source: str, base: Settings | None = None) -> Settings:
-    settings = base or Settings()
+    settings, defaults = base or Settings(), Settings()
     for f in fields(Settings):
         key = f"pav_{f.name}"
         if key not in data:
             continue
         value = data[key]
-        default = getattr(Settings(), f.name)
+        default = getattr(defaults, f.name)
         if not _same_kind(value, default):
             raise PavError(f"{source}: {key} must be {_kind(default)}, got {value!r}; fix that key")
         setattr(settings, f.name, value)
@@ -84,13 +86,13 @@ def settings_from(data: dict[str, Any], source: str, base: Settings | None = Non
 
 def _typed(extra_vars: dict[str, Any]) -> dict[str, Any]:
     """-e key=value gives strings: a setting that is not a string reads its value as YAML (5, true, [a])."""
-    typed = {}
+    typed, defaults = {}, Settings()
     for f in fields(Settings):
         key = f"pav_{f.name}"
         if key not in extra_vars:
             continue
         typed[key] = extra_vars[key]
-        if isinstance(typed[key], str) and not isinstance(getattr(Settings(), f.name), str):
+        if isinstance(typed[key], str) and not isinstance(getattr(defaults, f.name), str):
             # Left a string when it is no YAML: the type check then names the key and the value.
             with contextlib.suppress(yaml.YAMLError):
                 typed[key] = yaml.safe_load(typed[key])

@@ -29,7 +29,7 @@ def test_the_forms_ansible_playbook_takes(tmp_path: Path) -> None:
         ("=1", "-e '=1': expected key=value"),
         ("{not: [closed", "not a valid mapping"),
         ("1x=2", "-e '1x': not a variable name"),
-        ("pav_run_dir=/tmp/x", "-e pav_run_dir: the driver sets it for each run"),
+        ("pav_run_dir=/tmp/x", "-e pav_run_dir: the driver sets it for each run; use --run-dir"),
         ("@/nonexistent/vars.yml", "cannot read /nonexistent/vars.yml"),
     ],
 )
