@@ -124,6 +124,12 @@ def make_context(args: argparse.Namespace) -> RunContext:
     env: EnvSpec = custom_env(args.inventory) if args.inventory else resolve_env(args.env or "local")
     if args.hosts is not None and args.hosts < 1:
         raise PavError("--hosts must be at least 1")
+    for flag, value in (("--hosts", args.hosts), ("--max-hours", args.max_hours)):
+        if value is not None and not env.provisions:
+            raise PavError(
+                f"{flag} applies to envs that create their hosts (sim, nebius-*); env {env.name} has a fixed "
+                f"inventory ({env.hosts_file}): drop {flag}"
+            )
     if args.max_hours is not None and not 1 <= args.max_hours <= 720:
         raise PavError("--max-hours must be 1 to 720 (30 days)")
     if args.allow_missing < 0:

@@ -29,6 +29,17 @@ def test_unknown_stage() -> None:
     assert_one_line_error(run_cli("--stages", "configure,dance", "--dry-run"), "dance", "provision")
 
 
+@pytest.mark.parametrize("option", [("--hosts", "2"), ("--max-hours", "6")])
+def test_options_for_envs_that_create_hosts_are_refused_on_a_fixed_inventory(
+    tmp_path: Path, option: tuple[str, str]
+) -> None:
+    run = run_cli("--env", "local", *option, "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(
+        run, f"{option[0]} applies to envs that create their hosts", "env local", f"drop {option[0]}"
+    )
+    assert not (tmp_path / "r").exists()
+
+
 def test_malformed_inventory_yaml_names_file_and_line(tmp_path: Path) -> None:
     inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    a: {ansible_host: [1.2.3.4\n")
     run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
