@@ -96,3 +96,14 @@ def test_timings_view_follows_the_summary(tmp_path: Path) -> None:
     assert run.rc == 0, run.stdout + run.stderr
     view = run.stdout.split("VERDICT:")[1]
     assert "timings (host-s" in view and "configure  wall" in view and "torch_payload" in view
+
+
+def test_a_stage_subset_without_collect_names_the_missing_stage(tmp_path: Path) -> None:
+    run = run_cli("--stages", "configure,validate,report", "--tests", "torch_gloo_allreduce",
+                  "--run-dir", str(tmp_path / "r"))  # fmt: skip
+    [test] = json.loads((tmp_path / "r" / "results.json").read_text())["tests"]
+    assert test["status"] == "error"
+    assert test["reason"] == (
+        "no result came back from localhost: collect was not among --stages "
+        "(add it: results stay on the hosts until collect fetches)"
+    ), run.stdout

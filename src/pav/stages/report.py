@@ -58,6 +58,10 @@ def judge_launches(ctx: RunContext) -> None:
     if interrupts.requested():  # launches the signal cut short left no launcher.rc to collect
         lost = {h: f"the run was {ctx.results.error}" for launch in ctx.launches for h in launch.hosts}
     lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
+    if "validate" in ctx.options.stages and "collect" not in ctx.options.stages:
+        # Results stay on the hosts until collect fetches them: the verdict must say which stage it lacks.
+        left_out = "collect was not among --stages (add it: results stay on the hosts until collect fetches)"
+        lost = {h: lost.get(h, left_out) for launch in ctx.launches for h in launch.hosts}
     judged: list[TestResult] = []
     for launch in ctx.launches:
         measured, ctx.derived_gates[launch.test] = split_gates(gates.get(launch.gates_of or launch.test, []))
