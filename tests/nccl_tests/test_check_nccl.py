@@ -117,7 +117,29 @@ def test_unknown_profile_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     out, err = capsys.readouterr()
     assert out == ""
     [line] = err.splitlines()
-    assert line.startswith("error: unknown threshold profile 'nope'; known: auto, " + _known_profiles())
+    assert line == f"error: unknown threshold profile 'nope'; known: auto, {_known_profiles()}; fix --profile"
+
+
+def test_profile_auto_picks_by_the_gpus_the_log_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check("--profile", "auto", H100) == 0  # 2 hosts x 8 "NVIDIA H100 80GB HBM3"
+    out = capsys.readouterr().out
+    assert f"{H100}: profile auto picked h100-sxm-8gpu" in out
+    assert "all_reduce 8G: busbw 463.90 >= 337.50 GB/s" in out
+
+
+def test_profile_auto_without_device_lines_says_to_name_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bare = tmp_path / "no_devices.txt"
+    lines = Path(H100).read_text().splitlines(keepends=True)
+    bare.write_text("".join(ln for ln in lines if " device " not in ln))
+    assert check("--profile", "auto", str(bare)) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        f"error: {bare}: --profile auto picks by the GPUs a log names, and this one names none; "
+        f"give the profile instead (known: {_known_profiles()})"
+    ]
 
 
 def test_bad_profile_section_exits_2(

@@ -15,9 +15,9 @@ from typing import Any
 from pav.errors import PavError
 from pav.nccl_tests import record
 from pav.nccl_tests.grade import Grade, grade
-from pav.nccl_tests.parse import NcclLog, Placement, Row, read_log
+from pav.nccl_tests.parse import Device, NcclLog, Placement, Row, read_log
 from pav.thresholds.gate import Gate
-from pav.thresholds.profiles import load_gates
+from pav.thresholds.profiles import auto_profile, known_profiles, load_gates, profile_path
 from pav.units import size_label
 
 EXIT_PASS, EXIT_FAIL, EXIT_UNREADABLE = 0, 1, 2
@@ -35,27 +35,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        gates = load_gates(args.profile) if args.profile else {}
+        if args.profile and args.profile != "auto":
+            profile_path(args.profile, asked_by="--profile")
+        results = [_check(path, args.profile) for path in args.logs]
     except PavError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    results = [_check(path, gates) for path in args.logs]
-    records = [record(str(path), log, result) for path, log, result in results]
+    records = [record(str(path), log, result) for path, log, result, _ in results]
     if args.json:
         print(json.dumps(records, indent=2))
     else:
-        for (_, log, result), rec in zip(results, records, strict=True):
+        for (path, log, result, picked), rec in zip(results, records, strict=True):
+            if picked:
+                print(f"{path}: profile auto picked {picked}")
             if log is not None:
                 print(render(rec, log, result))
     return _exit(records)
 
 
-def _check(path: Path, gates: Mapping[str, Sequence[Gate]]) -> tuple[Path, NcclLog | None, Grade]:
+def _check(path: Path, profile: str | None) -> tuple[Path, NcclLog | None, Grade, str]:
+    """The log graded by the profile's gates; with `auto`, the profile its GPUs pick, which is returned."""
     try:
         log = read_log(path)
     except PavError as exc:
-        return path, None, Grade("error", str(exc))
-    return path, log, grade(log, gates)
+        return path, None, Grade("error", str(exc)), ""
+    picked = auto_for_log(log) if profile == "auto" else ""
+    name = picked or profile
+    gates: Mapping[str, Sequence[Gate]] = load_gates(name) if name else {}
+    return path, log, grade(log, gates), picked
+
+
+def auto_for_log(log: NcclLog) -> str:
+    """What `auto` picks from the GPUs the log names (its '#  Rank ... device' lines, or -J's devices)."""
+    if not log.devices:
+        known = ", ".join(known_profiles())
+        raise PavError(
+            f"{log.path}: --profile auto picks by the GPUs a log names, and this one names none; "
+            f"give the profile instead (known: {known})"
+        )
+    per_host: dict[str, list[Device]] = {}
+    for device in log.devices:
+        per_host.setdefault(device.host, []).append(device)
+    facts = [
+        {"gpu": {"count": len(devs), "devices": [[d.device, d.name] for d in devs]}}
+        for devs in per_host.values()
+    ]
+    return auto_profile(facts)
 
 
 def _exit(records: list[dict[str, Any]]) -> int:

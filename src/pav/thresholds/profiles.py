@@ -40,11 +40,12 @@ def auto_profile(host_facts: list[dict[str, Any]]) -> str:
     return AUTO_UNKNOWN_GPU
 
 
-def profile_path(name: str) -> Path:
+def profile_path(name: str, asked_by: str = "pav_threshold_profile") -> Path:
+    """asked_by: where the user named the profile (a setting or an option), so the error says what to fix."""
     path = paths.THRESHOLDS / f"{name}.yml"
     if not re.fullmatch(r"[\w.-]+", name) or not path.is_file():
         known = ", ".join(known_profiles())
-        raise PavError(f"unknown threshold profile '{name}'; known: auto, {known}; fix pav_threshold_profile")
+        raise PavError(f"unknown threshold profile '{name}'; known: auto, {known}; fix {asked_by}")
     return path
 
 
