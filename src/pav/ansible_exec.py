@@ -196,6 +196,15 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
 
 def _message(res: dict[str, Any]) -> str:
     msg = res.get("msg") or res.get("stderr") or res.get("module_stderr") or "failed"
+    said = [ln for ln in str(res.get("module_stderr") or "").splitlines() if ln.strip()]
+    if "Module result deserialization failed" in str(msg) and said:
+        # The host's Python never ran the module (a pyenv shim to a missing version, a broken venv): its own
+        # words are the cause, Ansible's JSON complaint is not.
+        why = f"{said[-1].strip()}; exit {res.get('rc', '?')}"
+        msg = (
+            f"the host's Python did not run Ansible's module ({why}); "
+            "set ansible_python_interpreter for the host to a working Python, e.g. /usr/bin/python3"
+        )
     return " ".join(str(msg).split())[:400]
 
 

@@ -203,7 +203,9 @@ def run(argv: list[str]) -> int:
     rundir.prepare(ctx.run_dir)
     print(f"run dir: {ctx.run_dir}", flush=True)
     code = pipeline.execute(ctx, platform.for_run(ctx))
-    print((ctx.run_dir / "summary.txt").read_text(), end="")
+    summary = (ctx.run_dir / "summary.txt").read_text()
+    # The error line goes to stderr below, once; summary.txt keeps it for whoever reads the file.
+    print("".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: ")), end="")
     if args.timings:
         print("\n".join(timings.render(ctx.results)))
     if ctx.results.error:

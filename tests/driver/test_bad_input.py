@@ -40,6 +40,24 @@ def test_options_for_envs_that_create_hosts_are_refused_on_a_fixed_inventory(
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
+def test_a_broken_host_python_is_named_with_its_own_words(tmp_path: Path) -> None:
+    """A pyenv shim to a missing version: Ansible only says its module's JSON did not parse."""
+    shim = write(
+        tmp_path / "bin" / "python3", "#!/bin/sh\necho 'pyenv: python3.13: command not found' >&2\nexit 127\n"
+    )
+    shim.chmod(0o755)
+    host = f"localhost: {{ansible_connection: local, ansible_python_interpreter: {shim}}}"
+    inventory = write(tmp_path / "hosts.yml", f"all:\n  hosts:\n    {host}\n")
+    run = run_cli("--inventory", str(inventory), "--stages", "configure", "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(
+        run, "pyenv: python3.13: command not found; exit 127", "set ansible_python_interpreter"
+    )
+    assert "deserialization" not in run.stderr
+    assert "error:" not in run.stdout  # printed once, on stderr; summary.txt keeps it
+    assert "error: configure failed" in (tmp_path / "r" / "summary.txt").read_text()
+
+
 def test_malformed_inventory_yaml_names_file_and_line(tmp_path: Path) -> None:
     inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    a: {ansible_host: [1.2.3.4\n")
     run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
