@@ -17,6 +17,18 @@ BIG_SIZES = "512M,1G,2G,4G,8G"
 GPU_MODEL = ("--model", "transformer", "--d-model", "1024", "--layers", "8", "--seq-len", "1024",
              "--batch-size", "8", "--steps", "30")  # fmt: skip
 # ResNet-50 at ImageNet shape (224x224, 1000 classes) on synthetic images, batch 64 per GPU.
+FSDP_ARGS = (
+    "train",
+    "--mode",
+    "fsdp",
+    "--model",
+    "transformer",
+    "--size",
+    "1b",
+    "--fsdp-bf16",
+    "--steps",
+    "30",
+)
 RESNET_MODEL = ("--model", "resnet50", "--batch-size", "64", "--steps", "30")
 # The small-size sweep: latency, not bandwidth, dominates here (8 B to 2 MiB by factor 8).
 SMALL_SIZES = "8,64,512,4K,32K,256K,2M"
@@ -180,18 +192,7 @@ CATALOG: dict[str, TestSpec] = {
             "torchrun",
             "host",
             True,
-            (
-                "train",
-                "--mode",
-                "fsdp",
-                "--model",
-                "transformer",
-                "--size",
-                "1b",
-                "--fsdp-bf16",
-                "--steps",
-                "30",
-            ),
+            FSDP_ARGS,
             min_gpus=2,
         ),
         TestSpec(
@@ -202,6 +203,22 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
             env=RING,
+        ),
+        TestSpec(
+            "train_gpu_ddp_multi",
+            "DDP of train_gpu_ddp's transformer over every GPU of every host: tokens/s/GPU, vs 1 node",
+            "torchrun",
+            "cluster",
+            True,
+            ("train", "--mode", "ddp", *GPU_MODEL),
+        ),
+        TestSpec(
+            "train_gpu_fsdp_multi",
+            "FSDP2 of train_gpu_fsdp's ~1.1B transformer over every GPU of every host: scaling vs 1 node",
+            "torchrun",
+            "cluster",
+            True,
+            FSDP_ARGS,
         ),
         TestSpec(
             "nccl_tests_all_reduce_multi",

@@ -1,15 +1,24 @@
-"""Metrics that need two tests: scaling efficiency of DDP over all GPUs against the 1-GPU baseline."""
+"""Metrics that need two tests: scaling efficiency of DDP over all GPUs of a host against the 1-GPU
+baseline, and of training over every host against one node (the same test within each host)."""
 
 from __future__ import annotations
 
 from pav.results import TestResult
 from pav.thresholds.gate import Gate
 
-DERIVED = {"scaling_efficiency"}
+DERIVED = {"scaling_efficiency", "scaling_efficiency_nodes"}
 # DDP test -> (its 1-GPU baseline, the throughput compared): tokens for language models, samples for images.
 BASELINES = {
     "train_gpu_ddp": ("train_gpu_single", "tokens_per_s"),
     "train_gpu_resnet50_ddp": ("train_gpu_resnet50_single", "samples_per_s"),
+}
+# Test across hosts -> (the same training within one host, run on each of them, the throughput compared).
+# Weak scaling: each GPU keeps its batch, so per-GPU throughput across N nodes over the slowest single
+# node's is the efficiency from 1 to N nodes; what it loses is the network between the hosts.
+NODE_BASELINES = {
+    "train_gpu_ddp_multi": ("train_gpu_ddp", "tokens_per_s"),
+    "train_gpu_fsdp_multi": ("train_gpu_fsdp", "tokens_per_s"),
+    "ddp_cpu_train_multi": ("ddp_cpu_train", "samples_per_s"),
 }
 
 
@@ -21,16 +30,30 @@ def split_gates(gates: list[Gate]) -> tuple[list[Gate], list[Gate]]:
 def add_scaling(tests: list[TestResult], derived_gates: dict[str, list[Gate]]) -> None:
     by_key = {(t.name, tuple(t.hosts)): t for t in tests}
     for test in tests:
-        if test.name not in BASELINES or test.status != "pass":
+        if test.status != "pass" or (test.name not in BASELINES and test.name not in NODE_BASELINES):
             continue
-        base_name, throughput = BASELINES[test.name]
-        base = by_key.get((base_name, tuple(test.hosts)))
-        per_gpu = test.metrics.get(f"{throughput}_per_rank_min")
-        single = base.metrics.get(f"{throughput}_total") if base and base.status == "pass" else None
-        if per_gpu and single:
-            test.metrics["scaling_efficiency"] = per_gpu / single
+        if test.name in BASELINES:
+            base_name, throughput = BASELINES[test.name]
+            base = by_key.get((base_name, tuple(test.hosts)))
+            single = base.metrics.get(f"{throughput}_total") if base and base.status == "pass" else None
+            _ratio(test, "scaling_efficiency", test.metrics.get(f"{throughput}_per_rank_min"), single)
+        else:
+            base_name, throughput = NODE_BASELINES[test.name]
+            nodes = [by_key.get((base_name, (host,))) for host in test.hosts]
+            per_node = [
+                n.metrics.get(f"{throughput}_per_rank_min") if n and n.status == "pass" else None
+                for n in nodes
+            ]
+            slowest = min(per_node) if per_node and None not in per_node else None
+            _ratio(test, "scaling_efficiency_nodes", test.metrics.get(f"{throughput}_per_rank_min"), slowest)
         gates = derived_gates.get(test.name, [])
         test.threshold.setdefault("gates", []).extend(g.describe() for g in gates)
         failures = [reason for gate in gates if (reason := gate.check(test.metrics))]
         if failures:
             test.status, test.reason = "fail", "; ".join(failures)
+
+
+def _ratio(test: TestResult, metric: str, measured: float | None, baseline: float | None) -> None:
+    """A baseline that did not pass leaves the metric out: its gate then fails as not measured."""
+    if measured and baseline:
+        test.metrics[metric] = measured / baseline

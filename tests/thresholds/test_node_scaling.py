@@ -1,0 +1,79 @@
+"""Training across hosts (issue 19): planned as one torchrun over every GPU of every host, and its scaling
+from one node to N judged against each host's own run of the same training; a slow network fails it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pav import catalog
+from pav.launches import HostView, plan_launches
+from pav.results import TestResult
+from pav.settings import Settings
+from pav.thresholds.profiles import load_profile
+from pav.thresholds.scaling import add_scaling, split_gates
+
+HOSTS = ["node-0", "node-1"]
+
+
+def train(name: str, hosts: list[str], per_rank_min: float, status: str = "pass") -> TestResult:
+    metrics: dict[str, Any] = {
+        "tokens_per_s_per_rank_min": per_rank_min,
+        "loss_ratio": 0.5,
+        "replicas_equal": 1,
+    }
+    return TestResult(name, hosts, status, metrics=metrics)  # type: ignore[arg-type]
+
+
+def judged(multi: float, node0: float, node1: float, node1_status: str = "pass") -> TestResult:
+    tests = [
+        train("train_gpu_ddp", ["node-0"], node0),
+        train("train_gpu_ddp", ["node-1"], node1, node1_status),
+        train("train_gpu_ddp_multi", HOSTS, multi),
+    ]
+    _, derived = split_gates(load_profile("h100-sxm-8gpu")["train_gpu_ddp_multi"])
+    add_scaling(tests, {"train_gpu_ddp_multi": derived})
+    return tests[-1]
+
+
+def test_efficiency_is_per_gpu_throughput_over_the_slowest_nodes() -> None:
+    test = judged(multi=19_000.0, node0=20_500.0, node1=20_000.0)
+    assert test.metrics["scaling_efficiency_nodes"] == 19_000.0 / 20_000.0
+    assert test.status == "pass", test.reason
+    assert any(g["metric"] == "scaling_efficiency_nodes" for g in test.threshold["gates"])
+
+
+def test_a_slow_network_between_the_hosts_fails_the_gate() -> None:
+    test = judged(multi=10_000.0, node0=20_000.0, node1=20_000.0)  # half the per-GPU rate across hosts
+    assert test.status == "fail"
+    assert test.reason == "scaling_efficiency_nodes=0.5 below the minimum 0.9"
+
+
+def test_without_every_hosts_baseline_the_gate_fails_as_not_measured() -> None:
+    test = judged(multi=19_000.0, node0=20_000.0, node1=20_000.0, node1_status="fail")
+    assert "scaling_efficiency_nodes" not in test.metrics
+    assert test.status == "fail" and test.reason == "scaling_efficiency_nodes was not measured"
+
+
+def host(name: str, address: str, gpus: int) -> HostView:
+    return HostView(name, address, {"gpu": {"count": gpus}, "cpu": {"vcpus": 16}})
+
+
+def test_planned_as_one_torchrun_over_every_gpu_of_every_host() -> None:
+    specs = catalog.select(["train_gpu_ddp_multi", "train_gpu_fsdp_multi"])
+    hosts = [host("node-0", "10.0.0.1", 8), host("node-1", "10.0.0.2", 8)]
+    launches, skipped = plan_launches(specs, hosts, Settings(), "run1")
+    assert skipped == [] and [la.test for la in launches] == ["train_gpu_ddp_multi", "train_gpu_fsdp_multi"]
+    for launch in launches:
+        assert launch.scope == "cluster" and launch.members == HOSTS
+        assert launch.ranks_by_host == {"node-0": 8, "node-1": 8}
+        argv = launch.argv_by_host["node-1"]
+        assert argv[argv.index("--nnodes") + 1] == "2" and argv[argv.index("--nproc_per_node") + 1] == "8"
+        assert argv[argv.index("--rdzv_endpoint") + 1] == "10.0.0.1:29400"
+
+
+def test_hosts_without_gpus_skip_it_naming_them() -> None:
+    specs = catalog.select(["train_gpu_ddp_multi"])
+    launches, [skip] = plan_launches(
+        specs, [host("sim-0", "10.1.0.2", 0), host("sim-1", "10.1.0.3", 0)], Settings(), "r"
+    )
+    assert launches == [] and skip.status == "skipped" and skip.reason == "no GPU on sim-0,sim-1"
