@@ -8,6 +8,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pav import paths
 from pav.errors import PavError
 
 MIN_FREE_BYTES = 64 * 1024 * 1024
@@ -41,10 +42,11 @@ def prepare(run_dir: Path) -> Path:
 
 
 def results_root(chosen: Path | None = None) -> Path:
-    """Where run dirs live and `history` looks: --results-root, else PAV_RESULTS_ROOT, else runs/."""
+    """Where run dirs live and `history` looks: --results-root, else PAV_RESULTS_ROOT, else the checkout's
+    runs/ (never the current folder: a run and a later `history` from another folder must meet)."""
     if chosen is not None:
         return chosen
-    return Path(os.environ.get("PAV_RESULTS_ROOT") or os.environ.get("PAV_RUNS") or "runs")
+    return Path(os.environ.get("PAV_RESULTS_ROOT") or os.environ.get("PAV_RUNS") or paths.ROOT / "runs")
 
 
 def default_run_dir(run_id: str, root: Path | None = None) -> Path:

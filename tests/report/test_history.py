@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from pav import paths, rundir
 from pav.reporting.history import compare
 from tests.conftest import EARLIER_ID, LocalRun, assert_one_line_error, run_cli
 
@@ -104,6 +107,29 @@ def test_report_stage_compares_with_earlier_runs(local_run: LocalRun) -> None:
     assert hist["previous"] == EARLIER_ID and hist["flagged"] >= 1
     assert metric(hist, "torch_gloo_allreduce", BUSBW)["flagged"]
     assert "DROP" in (local_run.run_dir / "report.html").read_text()
+    # The terminal summary names the drop too, not only report.html.
+    assert "history: " in local_run.output and f"DROP torch_gloo_allreduce {BUSBW}" in local_run.output
+
+
+def run_with(step_time: float) -> dict[str, Any]:
+    test = {
+        "name": "ddp_cpu_train",
+        "hosts": ["h0"],
+        "status": "pass",
+        "metrics": {"step_time_s_median": step_time},
+    }
+    return {"env": "local", "tests": [test]}
+
+
+def test_a_change_within_the_kept_runs_own_spread_is_no_drop() -> None:
+    # Back-to-back CPU runs: step time moves 15% either way on its own.
+    earlier = [run_with(t) for t in (0.100, 0.115, 0.085)]
+    [noise] = compare(run_with(0.114), earlier)  # 14% slower than the median: within the spread
+    assert not noise.flagged and abs(noise.allowed - 0.15) < 1e-9
+    [drop] = compare(run_with(0.130), earlier)  # 30% slower: beyond it
+    assert drop.flagged
+    [early] = compare(run_with(0.114), earlier[:2])  # two runs show no spread yet: the 5% tolerance rules
+    assert early.flagged and early.allowed == 0.05
 
 
 def test_a_slower_small_message_latency_is_flagged() -> None:
@@ -116,3 +142,13 @@ def test_a_slower_small_message_latency_is_flagged() -> None:
     latency = changes[("torch_nccl_latency", "time_us.all_reduce.8")]
     assert latency.better == "lower" and latency.flagged
     assert not changes[("torch_nccl_latency", "time_us.all_reduce.4096")].flagged
+
+
+def test_the_default_results_root_is_the_checkouts_runs_wherever_it_is_called_from(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("PAV_RESULTS_ROOT", raising=False)
+    monkeypatch.delenv("PAV_RUNS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert rundir.results_root() == paths.ROOT / "runs"
+    assert rundir.default_run_dir("r1") == paths.ROOT / "runs" / "r1"

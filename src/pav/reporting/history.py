@@ -43,6 +43,7 @@ class MetricChange:
     median: float | None
     vs_median: float | None
     flagged: bool
+    allowed: float = DEFAULT_TOLERANCE  # the drop let pass: the tolerance, or the spread the kept runs show
 
 
 def find_runs(root: Path, env: str) -> tuple[list[Run], list[str]]:
@@ -107,7 +108,9 @@ def compare(
     last: int = DEFAULT_LAST,
 ) -> list[MetricChange]:
     """Every compared metric of latest against earlier runs (oldest first): the previous one, and the
-    median of the last `last` of them. A change worse than -tolerance (relative) is flagged."""
+    median of the last `last` of them. A change worse than -tolerance (relative) is flagged; once
+    SPREAD_RUNS runs are kept, only against their median and only beyond the metric's own run-to-run
+    spread among them: CPU timings move 10-20% between back-to-back runs, and that is no drop."""
     window = [metrics_of(r) for r in earlier[-last:]]
     previous = window[-1] if window else {}
     changes = []
@@ -117,11 +120,28 @@ def compare(
         prev = previous.get(key, (None, ""))[0]
         median = statistics.median(past) if past else None
         vs_prev, vs_median = _change(value, prev, better), _change(value, median, better)
-        flagged = any(c is not None and c < -tolerance for c in (vs_prev, vs_median))
+        allowed = max(tolerance, spread(past))
+        # With enough kept runs their median is the reference: the previous run alone is one noisy sample.
+        against = (vs_median,) if len(past) >= SPREAD_RUNS else (vs_prev, vs_median)
+        flagged = any(c is not None and c < -allowed for c in against)
         changes.append(
-            MetricChange(key[0], key[1], better, value, host, prev, vs_prev, median, vs_median, flagged)
+            MetricChange(
+                key[0], key[1], better, value, host, prev, vs_prev, median, vs_median, flagged, allowed
+            )
         )
     return changes
+
+
+SPREAD_RUNS = 3  # earlier runs needed before their spread says anything
+
+
+def spread(past: list[float]) -> float:
+    """The largest relative distance of a kept run's value from their median: how far the metric moves
+    on its own. 0 with fewer than SPREAD_RUNS runs, or a median of 0."""
+    if len(past) < SPREAD_RUNS:
+        return 0.0
+    median = statistics.median(past)
+    return max(abs(v - median) for v in past) / abs(median) if median else 0.0
 
 
 def _natural(key: tuple[str, str]) -> tuple[str, list[tuple[int, str]]]:
@@ -176,7 +196,9 @@ def render(hist: dict[str, Any]) -> str:
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
     ]
     lines.append("")
-    lines.append(f"{hist['flagged']} metric(s) dropped beyond {hist['tolerance']:.0%}")
+    lines.append(
+        f"{hist['flagged']} metric(s) dropped beyond {hist['tolerance']:.0%} and their own run-to-run spread"
+    )
     return "\n".join(lines) + "\n"
 
 

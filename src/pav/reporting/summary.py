@@ -30,7 +30,7 @@ def render(results: RunResults) -> str:
         ),
         "",
     ]
-    lines += _gates(results) + _suspects(results) + _cross_check(results) + _timing(results)
+    lines += _gates(results) + _suspects(results) + _cross_check(results) + _drops(results) + _timing(results)
     counts = count_statuses(results.tests)
     lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in counts.items()))
     if results.error:
@@ -60,6 +60,26 @@ def _cross_check(results: RunResults) -> list[str]:
     low = [c for c in results.cross_check if c["low"]]
     head = f"cross-check payload/nccl-tests busbw: {len(results.cross_check)} ratios, {len(low)} below 0.95"
     return [head] + [f"  LOW {c['host']} {c['op']} {c['size_bytes']}: ratio {c['ratio']}" for c in low]
+
+
+SHOWN_DROPS = 5
+
+
+def _drops(results: RunResults) -> list[str]:
+    """Metrics that fell against the env's earlier runs (report.html lists them all)."""
+    hist = results.history
+    dropped = [m for m in hist.get("metrics", []) if m.get("flagged")]
+    if not dropped:
+        return []
+    lines = [f"history: {len(dropped)} metric(s) dropped against earlier runs of env {hist.get('env')}"]
+    for m in dropped[:SHOWN_DROPS]:
+        worst = min(c for c in (m["vs_previous"], m["vs_median"]) if c is not None)
+        lines.append(f"  DROP {m['test']} {m['metric']} {m['latest']:.4g} on {m['host']} ({worst:+.1%})")
+    if len(dropped) > SHOWN_DROPS:
+        lines.append(
+            f"  ... {len(dropped) - SHOWN_DROPS} more: provision-and-validate history --env {hist.get('env')}"
+        )
+    return lines
 
 
 def _timing(results: RunResults) -> list[str]:
