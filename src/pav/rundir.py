@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 from datetime import UTC, datetime
@@ -47,6 +48,18 @@ def results_root(chosen: Path | None = None) -> Path:
     if chosen is not None:
         return chosen
     return Path(os.environ.get("PAV_RESULTS_ROOT") or os.environ.get("PAV_RUNS") or paths.ROOT / "runs")
+
+
+def kept_run_id(run_dir: Path, env: str) -> str | None:
+    """The id of the run whose dir this is (its results.json, same env), for a later stage subset that
+    launches nothing (teardown, collect, report of a --keep run): it must act on that run's work."""
+    try:
+        data = json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("env") != env or not isinstance(data.get("run_id"), str):
+        return None
+    return data["run_id"]
 
 
 def default_run_dir(run_id: str, root: Path | None = None) -> Path:

@@ -107,3 +107,30 @@ def test_a_stage_subset_without_collect_names_the_missing_stage(tmp_path: Path) 
         "no result came back from localhost: collect was not among --stages "
         "(add it: results stay on the hosts until collect fetches)"
     ), run.stdout
+
+
+def test_teardown_of_a_kept_run_removes_that_runs_work_and_says_so(tmp_path: Path) -> None:
+    kept_dir = tmp_path / "kept"
+    stages = ("--stages", "configure,validate,collect,report", "--keep")
+    kept = run_cli(*stages, "--tests", "torch_gloo_allreduce", "--run-dir", str(kept_dir))
+    assert kept.rc == 0, kept.stdout + kept.stderr
+    run_id = json.loads((kept_dir / "results.json").read_text())["run_id"]
+    work = Path("/var/tmp/pav/runs") / run_id
+    assert work.is_dir()
+    # Another run's teardown does not touch it, and says where a kept run's work goes.
+    other = run_cli("--stages", "teardown", "--run-dir", str(tmp_path / "other"))
+    detail = {
+        s["name"]: s["detail"]
+        for s in json.loads((tmp_path / "other" / "results.json").read_text())["stages"]
+    }
+    assert (
+        work.is_dir()
+        and "was on no host" in detail["teardown"]
+        and "--run-dir ITS_RUN_DIR" in detail["teardown"]
+    )
+    assert other.rc == 0, other.stderr
+    down = run_cli("--stages", "teardown", "--run-dir", str(kept_dir))
+    assert down.rc == 0, down.stdout + down.stderr
+    detail = {s["name"]: s["detail"] for s in json.loads((kept_dir / "results.json").read_text())["stages"]}
+    assert detail["teardown"] == f"removed /var/tmp/pav/runs/{run_id} on 1 of 1 host(s)"
+    assert not work.exists()

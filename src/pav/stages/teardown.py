@@ -18,4 +18,13 @@ def run(ctx: RunContext) -> str:
         return "no hosts: nothing to remove"
     outcome = play(ctx, "teardown", "teardown.yml")
     left = sorted(outcome.failed_hosts)
-    return "removed the run's work dir on every host" + (f" except {', '.join(left)}" if left else "")
+    removed = sorted(h for h, changes in outcome.changes.items() if "Remove the run folder" in changes)
+    where = f"{ctx.settings.remote_dir}/runs/{ctx.results.run_id}"
+    said = (
+        f"removed {where} on {len(removed)} of {len(ctx.hosts)} host(s)"
+        if removed
+        else f"{where} was on no host"
+    )
+    if not removed and "validate" not in ctx.options.stages:
+        said += " (a kept run's work goes with --stages teardown --run-dir ITS_RUN_DIR)"
+    return said + (f"; failed on {', '.join(left)}" if left else "")
