@@ -81,7 +81,9 @@ class Progress:
         if self._live:
             self._live.update(self._table())
         elif self.verbose or (kind in ("failed", "unreachable") and not data.get("ignore_errors")):
-            self._print(f"[{self.stage}] {host}: {kind:<11} {line.task}")
+            # As ansible-playbook says it: a task that changed the host is "changed", not "ok".
+            said = "changed" if kind == "ok" and res.get("changed") else kind
+            self._print(f"[{self.stage}] {host}: {said:<11} {line.task}")
 
     def done(self, host: str, state: str) -> None:
         self.lines.setdefault(host, HostLine()).state = state

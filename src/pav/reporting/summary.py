@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pav.results import RunResults, count_statuses
+from pav.results import HostRecord, RunResults, count_statuses
 
 
 def render(results: RunResults) -> str:
@@ -18,7 +18,7 @@ def render(results: RunResults) -> str:
                     h.name,
                     h.status,
                     str(h.facts.get("gpu", {}).get("count", "?")),
-                    _changes(h.changes, h.tuning_applied),
+                    _changes(h.changes, h.tuning_applied) if _configured(h) else "not configured",
                 ]
                 for h in results.hosts.values()
             ],
@@ -60,6 +60,11 @@ def _cross_check(results: RunResults) -> list[str]:
     low = [c for c in results.cross_check if c["low"]]
     head = f"cross-check payload/nccl-tests busbw: {len(results.cross_check)} ratios, {len(low)} below 0.95"
     return [head] + [f"  LOW {c['host']} {c['op']} {c['size_bytes']}: ratio {c['ratio']}" for c in low]
+
+
+def _configured(host: HostRecord) -> bool:
+    """A host configure never reached (unknown) or lost has no tuning to report, not "no changes needed"."""
+    return host.status not in ("unknown", "unreachable") or bool(host.changes)
 
 
 SHOWN_DROPS = 5
