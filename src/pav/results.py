@@ -38,6 +38,7 @@ class HostRecord:
     ansible: dict[str, dict[str, int]] = field(default_factory=dict)  # stage -> ok/changed/failed counts
     changes: list[str] = field(default_factory=list)  # configure tasks that changed the host, or would have
     tuning_applied: bool = False  # False: tuning ran in check mode and `changes` lists what it would change
+    change_counts: dict[str, int] = field(default_factory=dict)  # role -> its tasks in `changes`
 
 
 @dataclass

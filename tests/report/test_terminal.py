@@ -1,10 +1,14 @@
-"""What the terminal says: -v's progress lines as ansible-playbook says them, the summary's host table."""
+"""What the terminal and the report say of a run: -v's progress lines as ansible-playbook says them, and
+each host's changes counted one way in summary.txt and report.html."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from pav.progress import Progress
+from pav.reporting import html
+from pav.reporting.changes import by_role
 from pav.reporting.summary import render
 from pav.results import HostRecord, RunResults
 
@@ -24,11 +28,35 @@ def test_verbose_lines_say_changed_for_a_task_that_changed() -> None:
     assert lines[-1].endswith("ok=2 changed=1 failed=0  Read the limits")
 
 
+def host_rows(results: RunResults) -> dict[str, str]:
+    return {
+        ln.split()[0]: ln
+        for ln in render(results).splitlines()
+        if ln.split() and ln.split()[0] in results.hosts
+    }
+
+
 def test_a_host_configure_never_reached_is_not_reported_as_needing_no_changes() -> None:
     results = RunResults("r", "custom", "hosts.yml", "/tmp/r")
     results.hosts = {"up": HostRecord("up", status="ok"), "never": HostRecord("never")}
-    rows = {
-        line.split()[0]: line for line in render(results).splitlines() if line.startswith(("up ", "never "))
-    }
+    rows = host_rows(results)
     assert rows["up"].endswith("no changes needed")
     assert rows["never"].endswith("not configured") and "unknown" in rows["never"]
+
+
+CHANGED = [
+    "host_tuning : Write the limits.d file",
+    "nccl_env : Write the NCCL env file",
+    "mpi : Create ~/.ssh",
+    "torch_payload : Unpack the payload on the host",
+    "host_tuning : Write the sysctl.d file",
+]
+
+
+def test_summary_and_report_count_changes_one_way(tmp_path: Path) -> None:
+    results = RunResults("r", "custom", "hosts.yml", str(tmp_path))
+    results.hosts = {"h0": HostRecord("h0", status="ok", changes=CHANGED, tuning_applied=False)}
+    assert by_role(CHANGED) == {"host_tuning": 2, "nccl_env": 1, "mpi": 1, "torch_payload": 1}
+    said = "3 change(s) would apply (check mode); 2 by other roles"
+    assert host_rows(results)["h0"].endswith(said)
+    assert said in html.render(results.to_dict(), tmp_path)

@@ -15,6 +15,7 @@ import jinja2
 from markupsafe import Markup
 
 from pav.reporting import causes, gpu_grid, plots
+from pav.reporting.changes import tuning_line
 from pav.units import size_label
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -113,8 +114,9 @@ def facts_row(name: str, host: dict[str, Any]) -> dict[str, Any]:
         "rdma": ", ".join(rdma.get("hcas") or []) or "none",
         "rdma_ports": rdma.get("ports") or [],
         "topology": gpu.get("topology") or "",
-        "tuning": host.get("changes") or [],
-        "tuning_applied": bool(host.get("tuning_applied")),
+        "tuning": tuning_line(
+            str(host.get("status", "")), host.get("changes") or [], bool(host.get("tuning_applied"))
+        ),
     }
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pav.results import HostRecord, RunResults, count_statuses
+from pav.reporting.changes import tuning_line
+from pav.results import RunResults, count_statuses
 
 
 def render(results: RunResults) -> str:
@@ -18,7 +19,7 @@ def render(results: RunResults) -> str:
                     h.name,
                     h.status,
                     str(h.facts.get("gpu", {}).get("count", "?")),
-                    _changes(h.changes, h.tuning_applied) if _configured(h) else "not configured",
+                    tuning_line(h.status, h.changes, h.tuning_applied),
                 ]
                 for h in results.hosts.values()
             ],
@@ -62,11 +63,6 @@ def _cross_check(results: RunResults) -> list[str]:
     return [head] + [f"  LOW {c['host']} {c['op']} {c['size_bytes']}: ratio {c['ratio']}" for c in low]
 
 
-def _configured(host: HostRecord) -> bool:
-    """A host configure never reached (unknown) or lost has no tuning to report, not "no changes needed"."""
-    return host.status not in ("unknown", "unreachable") or bool(host.changes)
-
-
 SHOWN_DROPS = 5
 
 
@@ -93,16 +89,6 @@ def _timing(results: RunResults) -> list[str]:
         return []
     split = f"tests {t['tests_s']:.0f}s + orchestration {t['orchestration_s']:.0f}s"
     return [f"time: run {t['run_s']:.0f}s = {split}"]
-
-
-TUNING_ROLES = ("host_tuning", "nccl_env")
-
-
-def _changes(changes: list[str], applied: bool) -> str:
-    tuning = [c for c in changes if c.split(" : ")[0] in TUNING_ROLES]
-    if not tuning:
-        return "no changes needed"
-    return f"{len(tuning)} change(s) {'applied' if applied else 'would apply (check mode)'}"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from pav.ansible_exec import PlaybookOutcome, run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
-from pav.reporting import timings
+from pav.reporting import changes, timings
 
 
 def play(
@@ -42,6 +42,7 @@ def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
             record.status = "ok"
         if stage == "configure":
             record.changes = outcome.changes.get(name, [])
+            record.change_counts = changes.by_role(record.changes)
             record.tuning_applied = ctx.apply_tuning
 
 

@@ -1,0 +1,26 @@
+"""What configure changed on a host, counted one way for summary.txt, report.html and results.json."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+# The roles that tune the host (limits, sysctl, /dev/shm, NCCL env): what --check-tuning holds back.
+TUNING_ROLES = ("host_tuning", "nccl_env")
+
+
+def by_role(changes: list[str]) -> dict[str, int]:
+    """Changed tasks per role ("role : task" labels; a playbook's own task counts under "(play)")."""
+    return dict(Counter(c.split(" : ")[0] if " : " in c else "(play)" for c in changes))
+
+
+def tuning_line(status: str, changes: list[str], applied: bool) -> str:
+    """A host's tuning in one phrase, and what other roles changed beside it (results.json's host status,
+    changes and tuning_applied)."""
+    if status in ("unknown", "unreachable") and not changes:
+        return "not configured"
+    counts = by_role(changes)
+    tuning = sum(n for role, n in counts.items() if role in TUNING_ROLES)
+    other = sum(n for role, n in counts.items() if role not in TUNING_ROLES)
+    said = f"{tuning} change(s) {'applied' if applied else 'would apply (check mode)'}"
+    said = said if tuning else "no changes needed"
+    return said + (f"; {other} by other roles" if other else "")
