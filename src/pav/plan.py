@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from pav import catalog
+from pav import catalog, paths
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.provisioning.declared import declared_resources
 from pav.provisioning.terraform_env import TerraformEnv
+from pav.settings import settings_file
 from pav.slurm.plan import with_checks
+from pav.yamlfile import load_mapping
 
 
 def render(ctx: RunContext) -> str:
@@ -49,11 +51,34 @@ def _terraform_plan(ctx: RunContext) -> list[str]:
     return lines
 
 
+# The files the tuning roles write, by the variable that names each (role defaults, or the env's group_vars).
+TUNING_FILES = {
+    "host_tuning_limits_file": "host_tuning",
+    "host_tuning_sysctl_file": "host_tuning",
+    "nccl_env_file": "nccl_env",
+    "nccl_env_profile_script": "nccl_env",
+}
+
+
+def tuning_files(ctx: RunContext) -> list[str]:
+    """What tuning changes on a host: its files, and /etc/fstab for the /dev/shm size."""
+    chosen = load_mapping(path) if (path := settings_file(ctx.env.inventory_dir)) else {}
+    found = []
+    for key, role in TUNING_FILES.items():
+        default = load_mapping(paths.ROLES / role / "defaults" / "main.yml").get(key)
+        found.append(str(ctx.options.extra_vars.get(key) or chosen.get(key) or default))
+    return [*found, "/etc/fstab (/dev/shm)"]
+
+
 def _stage_note(ctx: RunContext, stage: str) -> str:
     if stage == "provision":
         return f": terraform apply in {ctx.env.terraform_dir}" if ctx.env.provisions else ": static inventory"
     if stage == "configure":
-        return ": tuning applied" if ctx.apply_tuning else ": tuning in check mode (diff only)"
+        files = f"{', '.join(tuning_files(ctx))} on {', '.join(ctx.host_names) or 'every host'}"
+        if ctx.apply_tuning:
+            return f": tuning applied: writes {files}"
+        told = "" if ctx.env.provisions else "; hosts it did not create change with --apply-tuning only"
+        return f": tuning in check mode (diff only{told}): would write {files}"
     if stage == "isolate":
         return ": a failing multi-host test re-runs on pairs of hosts" if ctx.settings.isolate else ": off"
     if stage == "teardown" and ctx.options.keep:

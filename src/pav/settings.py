@@ -60,6 +60,12 @@ def load_settings(inventory_dir: Path, extra_vars: dict[str, Any] | None = None)
     return settings_from(_typed(extra_vars or {}), "-e", settings) if extra_vars else settings
 
 
+def sets(inventory_dir: Path, extra_vars: dict[str, Any], key: str) -> bool:
+    """Whether the env's settings file or -e names `key` (not left to the default)."""
+    path = settings_file(inventory_dir)
+    return key in extra_vars or (path is not None and key in load_mapping(path))
+
+
 def settings_from(data: dict[str, Any], source: str, base: Settings | None = None) -> Settings:
     settings, defaults = base or Settings(), Settings()
     for f in fields(Settings):
