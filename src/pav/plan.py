@@ -20,6 +20,8 @@ def render(ctx: RunContext) -> str:
     lines.append("hosts:")
     if ctx.hosts:
         lines += [f"  {h.name} ({h.address})" for h in ctx.hosts]
+    elif ctx.env.provisions and not ctx.wants("provision"):
+        lines += _existing_hosts(ctx)
     else:
         lines += _terraform_plan(ctx)
     specs = catalog.select(ctx.settings.tests)
@@ -31,6 +33,16 @@ def render(ctx: RunContext) -> str:
         needs = "GPU" if spec.needs_gpu else "CPU"
         lines.append(f"  {spec.name:<30} {spec.scope:<8} {needs:<4} {spec.description}")
     return "\n".join(lines) + "\n"
+
+
+def _existing_hosts(ctx: RunContext) -> list[str]:
+    """Without provision the run acts on what the env's Terraform state holds now (a kept cluster)."""
+    assert ctx.env.terraform_dir is not None
+    env = TerraformEnv.for_env(ctx.env.name, ctx.env.terraform_dir)
+    found = env.current_hosts() if env.terraform.state_file.exists() else []
+    if not found:
+        return [f"  none: the env's state ({env.state}) holds no hosts"]
+    return [f"  {len(found)} host(s) in the env's state ({env.state}):"] + [f"    {h.name}" for h in found]
 
 
 def _terraform_plan(ctx: RunContext) -> list[str]:

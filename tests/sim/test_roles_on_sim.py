@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.sim.conftest import SlurmCluster
 
 pytestmark = pytest.mark.slow
@@ -115,3 +116,11 @@ def test_slurm_up_with_every_node_idle(kept: Kept) -> None:
     conf = kept.ssh(host, "cat /etc/slurm/slurm.conf")
     assert "ProctrackType=proctrack/linuxproc" in conf and "Gres" not in conf  # CPU-only sim hosts
     assert not Path("/etc/slurm/slurm.conf").exists()  # written inside the hosts only
+
+
+def test_a_dry_run_without_provision_names_the_hosts_the_state_holds(slurm_cluster: SlurmCluster) -> None:
+    run = run_cli("--env", "sim", "--stages", "teardown", "--dry-run", env=slurm_cluster.env)
+    assert run.rc == 0, run.stderr
+    hosts = run.stdout.split("hosts:\n")[1].split("tests")[0]
+    assert f"2 host(s) in the env's state ({slurm_cluster.state})" in hosts
+    assert len([ln for ln in hosts.splitlines() if ln.startswith("    sim-")]) == 2
