@@ -60,3 +60,6 @@ def test_summary_and_report_count_changes_one_way(tmp_path: Path) -> None:
     said = "3 change(s) would apply (check mode); 2 by other roles"
     assert host_rows(results)["h0"].endswith(said)
     assert said in html.render(results.to_dict(), tmp_path)
+    # Check mode held back tuning only: the summary names what still changed.
+    held = "  h0: mpi : Create ~/.ssh, torch_payload : Unpack the payload on the host"
+    assert held in render(results).splitlines()

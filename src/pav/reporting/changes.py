@@ -13,6 +13,12 @@ def by_role(changes: list[str]) -> dict[str, int]:
     return dict(Counter(c.split(" : ")[0] if " : " in c else "(play)" for c in changes))
 
 
+def still_changed(changes: list[str]) -> list[str]:
+    """What a run changed outside tuning: check mode holds back the tuning roles only; the roles that
+    install what the tests run (payload, MPI and its SSH keys, nccl-tests) still act."""
+    return [c for c in changes if (c.split(" : ")[0] if " : " in c else "(play)") not in TUNING_ROLES]
+
+
 def tuning_line(status: str, changes: list[str], applied: bool) -> str:
     """A host's tuning in one phrase, and what other roles changed beside it (results.json's host status,
     changes and tuning_applied)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pav.reporting.changes import tuning_line
+from pav.reporting.changes import still_changed, tuning_line
 from pav.results import RunResults, count_statuses
 
 
@@ -31,7 +31,14 @@ def render(results: RunResults) -> str:
         ),
         "",
     ]
-    lines += _gates(results) + _suspects(results) + _cross_check(results) + _drops(results) + _timing(results)
+    lines += (
+        _check_mode(results)
+        + _gates(results)
+        + _suspects(results)
+        + _cross_check(results)
+        + _drops(results)
+        + _timing(results)
+    )
     counts = count_statuses(results.tests)
     lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in counts.items()))
     if results.error:
@@ -81,6 +88,23 @@ def _drops(results: RunResults) -> list[str]:
             f"  ... {len(dropped) - SHOWN_DROPS} more: provision-and-validate history --env {hist.get('env')}"
         )
     return lines
+
+
+def _check_mode(results: RunResults) -> list[str]:
+    """Check mode holds back tuning only: name what still changed, so "check mode" is never read as
+    "nothing changed"."""
+    held = {
+        h.name: still
+        for h in results.hosts.values()
+        if not h.tuning_applied and (still := still_changed(h.changes))
+    }
+    if not held:
+        return []
+    lines = [
+        "tuning ran in check mode; these roles still changed the hosts (they install what the tests run):"
+    ]
+    lines += [f"  {host}: {', '.join(changes)}" for host, changes in held.items()]
+    return [*lines, ""]
 
 
 def _timing(results: RunResults) -> list[str]:
