@@ -91,15 +91,8 @@ def test_where_orchestration_time_went_is_recorded(local_run: tuple[int, Path, s
     assert configure["tasks"][0]["host_s"] == max(t["host_s"] for t in configure["tasks"])
 
 
-def test_timings_view_follows_the_summary(tmp_path: Path) -> None:
-    run = run_cli("--stages", "configure", "--timings", "--run-dir", str(tmp_path / "r"))
-    assert run.rc == 0, run.stdout + run.stderr
-    view = run.stdout.split("VERDICT:")[1]
-    assert "timings (host-s" in view and "configure  wall" in view and "torch_payload" in view
-
-
-def test_a_stage_subset_without_collect_names_the_missing_stage(tmp_path: Path) -> None:
-    run = run_cli("--stages", "configure,validate,report", "--tests", "torch_gloo_allreduce",
+def test_a_stage_subset_without_collect_names_the_missing_stage_and_timings_follow(tmp_path: Path) -> None:
+    run = run_cli("--stages", "configure,validate,report", "--tests", "torch_gloo_allreduce", "--timings",
                   "--run-dir", str(tmp_path / "r"))  # fmt: skip
     [test] = json.loads((tmp_path / "r" / "results.json").read_text())["tests"]
     assert test["status"] == "error"
@@ -107,6 +100,10 @@ def test_a_stage_subset_without_collect_names_the_missing_stage(tmp_path: Path) 
         "no result came back from localhost: collect was not among --stages "
         "(add it: results stay on the hosts until collect fetches)"
     ), run.stdout
+    # --timings: after the summary, where the playbooks' time went.
+    view = run.stdout.split("VERDICT:")[1]
+    assert "timings (host-s" in view and "configure  wall" in view and "validate   wall" in view
+    assert "torch_payload" in view and "run_tests : Run torch_gloo_allreduce" in view
 
 
 def test_teardown_of_a_kept_run_removes_that_runs_work_and_says_so(tmp_path: Path) -> None:
