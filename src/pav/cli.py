@@ -163,11 +163,11 @@ def make_context(args: argparse.Namespace) -> RunContext:
     if args.launcher is not None:
         settings.launcher = args.launcher
     check_names(settings, env, from_cli=bool(args.tests))
-    run_id = rundir.new_run_id(env.name)
+    # Stages that launch nothing, given a kept run's dir, act on that run (its work on the hosts).
     kept = None
     if args.run_dir is not None and "validate" not in options.stages:
         kept = rundir.kept_run_id(args.run_dir, env.name)
-    run_id = kept or run_id
+    run_id = kept or rundir.new_run_id(env.name)
     run_dir = args.run_dir or rundir.default_run_dir(run_id, options.results_root)
     results = RunResults(
         run_id=run_id,

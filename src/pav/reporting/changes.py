@@ -8,15 +8,20 @@ from collections import Counter
 TUNING_ROLES = ("host_tuning", "nccl_env")
 
 
+def role_of(label: str) -> str:
+    """The role of a "role : task" label (ansible_exec's); a playbook's own task is "(play)"."""
+    return label.split(" : ")[0] if " : " in label else "(play)"
+
+
 def by_role(changes: list[str]) -> dict[str, int]:
-    """Changed tasks per role ("role : task" labels; a playbook's own task counts under "(play)")."""
-    return dict(Counter(c.split(" : ")[0] if " : " in c else "(play)" for c in changes))
+    """Changed tasks per role."""
+    return dict(Counter(role_of(c) for c in changes))
 
 
 def still_changed(changes: list[str]) -> list[str]:
     """What a run changed outside tuning: check mode holds back the tuning roles only; the roles that
     install what the tests run (payload, MPI and its SSH keys, nccl-tests) still act."""
-    return [c for c in changes if (c.split(" : ")[0] if " : " in c else "(play)") not in TUNING_ROLES]
+    return [c for c in changes if role_of(c) not in TUNING_ROLES]
 
 
 def tuning_line(status: str, changes: list[str], applied: bool) -> str:

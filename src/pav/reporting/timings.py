@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pav.ansible_exec import PlaybookOutcome
+from pav.reporting.changes import role_of
 from pav.results import RunResults
 
 TOP_TASKS = 12  # kept per stage in results.json: the costly ones, not all 70
@@ -28,7 +29,7 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
     tasks = sorted(record.get("tasks_all", []), key=lambda t: -t["host_s"])
     roles: dict[str, float] = {}
     for task in tasks:
-        role = task["task"].split(" : ")[0] if " : " in task["task"] else "(play)"
+        role = role_of(task["task"])
         roles[role] = roles.get(role, 0.0) + task["host_s"]
     return {
         "wall_s": record.get("wall_s", 0.0),
