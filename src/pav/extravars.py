@@ -54,7 +54,11 @@ def _one(value: str) -> dict[str, Any]:
             raise PavError(f'-e {value!r}: not a valid mapping; write it as {{"key": value}} ({_FORMS})')
         return data
     pairs: dict[str, Any] = {}
-    for token in shlex.split(value):
+    try:
+        tokens = shlex.split(value)
+    except ValueError as exc:  # an unclosed quote
+        raise PavError(f"-e {value!r}: {exc}; close the quote ({_FORMS})") from None
+    for token in tokens:
         key, sep, val = token.partition("=")
         if not sep or not key:
             raise PavError(f"-e {token!r}: expected {_FORMS}")

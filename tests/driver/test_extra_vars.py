@@ -27,6 +27,7 @@ def test_the_forms_ansible_playbook_takes(tmp_path: Path) -> None:
     [
         ("novalue", "-e 'novalue': expected key=value, @file.yml or a YAML mapping"),
         ("=1", "-e '=1': expected key=value"),
+        ("a='open", '-e "a=\'open": No closing quotation; close the quote'),
         ("{not: [closed", "not a valid mapping"),
         ("1x=2", "-e '1x': not a variable name"),
         ("pav_run_dir=/tmp/x", "-e pav_run_dir: the driver sets it for each run; use --run-dir"),
