@@ -20,6 +20,7 @@ import ansible_runner
 from pav import interrupts, paths
 from pav.errors import PavError
 from pav.progress import Progress
+from pav.reporting import diffs
 from pav.tools import require_tool
 
 # Host facts roles set for the driver (each role's "Record ..." task).
@@ -47,6 +48,7 @@ class PlaybookOutcome:
         default_factory=dict
     )  # host -> "role : task" that changed (or would)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> FACT_KEYS the roles set
+    diffs: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # host -> readable task diffs
     # "role : task" -> seconds each host's run of it took (ansible-runner's event duration): where time goes
     durations: dict[str, list[float]] = field(default_factory=dict)
 
@@ -190,6 +192,8 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
     label = f"{data['role']} : {task}" if data.get("role") else task
     if name == "runner_on_ok" and res.get("changed"):
         outcome.changes.setdefault(host, []).append(label)
+        if (diff := diffs.unified(label, res)) is not None:
+            outcome.diffs.setdefault(host, []).append(diff)
     if name in FINISHED and isinstance(data.get("duration"), int | float):
         outcome.durations.setdefault(label, []).append(float(data["duration"]))
 

@@ -39,6 +39,7 @@ class HostRecord:
     changes: list[str] = field(default_factory=list)  # configure tasks that changed the host, or would have
     tuning_applied: bool = False  # False: tuning ran in check mode and `changes` lists what it would change
     change_counts: dict[str, int] = field(default_factory=dict)  # role -> its tasks in `changes`
+    diffs: list[dict[str, str]] = field(default_factory=list)  # configure's file changes, unified diffs
 
 
 @dataclass

@@ -56,6 +56,10 @@ def test_facts_and_check_mode_changes_recorded(local_run: tuple[int, Path, str])
     assert any(c.startswith("host_tuning :") for c in host["changes"])
     assert not Path("/etc/security/limits.d/90-pav-gpu.conf").exists()
     assert not Path("/etc/pav/nccl.env").exists()
+    # What tuning would write, as readable diffs, in results.json and report.html.
+    limits = next(d for d in host["diffs"] if d["path"] == "/etc/security/limits.d/90-pav-gpu.conf")
+    assert any(ln.startswith("+") and "memlock" in ln for ln in limits["text"].splitlines())
+    assert "what configure changed in files" in (run_dir / "report.html").read_text()
 
 
 def test_artifacts_and_junit(local_run: tuple[int, Path, str]) -> None:

@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 
 from pav.progress import Progress
-from pav.reporting import html
+from pav.reporting import diffs, html
 from pav.reporting.changes import by_role
 from pav.reporting.summary import render
 from pav.results import HostRecord, RunResults
@@ -63,3 +63,31 @@ def test_summary_and_report_count_changes_one_way(tmp_path: Path) -> None:
     # Check mode held back tuning only: the summary names what still changed.
     held = "  h0: mpi : Create ~/.ssh, torch_payload : Unpack the payload on the host"
     assert held in render(results).splitlines()
+
+
+LIMITS = {
+    "changed": True,
+    "dest": "/etc/security/limits.d/90-pav-gpu.conf",
+    "diff": [
+        {"before": "", "after": "*  soft  memlock  unlimited\n", "after_header": "/tmp/x/limits.conf.j2"}
+    ],
+}
+FOLDER = {
+    "changed": True,
+    "path": "/etc/pav",
+    "diff": {"before": {"state": "absent"}, "after": {"state": "directory"}},
+}
+
+
+def test_task_diffs_read_as_unified_diffs_in_the_report(tmp_path: Path) -> None:
+    limits = diffs.unified("host_tuning : Write the limits.d file", LIMITS)
+    assert limits is not None and limits["path"] == "/etc/security/limits.d/90-pav-gpu.conf"
+    assert "+*  soft  memlock  unlimited" in limits["text"].splitlines()
+    assert limits["text"].startswith("--- /etc/security/limits.d/90-pav-gpu.conf (before)")
+    folder = diffs.unified("nccl_env : Create the env file's folder", FOLDER)
+    assert folder is not None and folder["text"] == "/etc/pav: state: absent -> directory\n"
+    assert diffs.unified("x", {"changed": True}) is None
+    results = RunResults("r", "custom", "hosts.yml", str(tmp_path))
+    results.hosts = {"h0": HostRecord("h0", status="ok", changes=CHANGED[:1], diffs=[limits])}
+    page = html.render(results.to_dict(), tmp_path)
+    assert "h0: what configure changed in files" in page and "+*  soft  memlock  unlimited" in page

@@ -117,6 +117,7 @@ def facts_row(name: str, host: dict[str, Any]) -> dict[str, Any]:
         "tuning": tuning_line(
             str(host.get("status", "")), host.get("changes") or [], bool(host.get("tuning_applied"))
         ),
+        "diffs": host.get("diffs") or [],
     }
 
 

@@ -43,6 +43,7 @@ def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
         if stage == "configure":
             record.changes = outcome.changes.get(name, [])
             record.change_counts = changes.by_role(record.changes)
+            record.diffs = outcome.diffs.get(name, [])
             record.tuning_applied = ctx.apply_tuning
 
 
