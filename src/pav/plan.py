@@ -75,10 +75,14 @@ TUNING_FILES = {
 def tuning_files(ctx: RunContext) -> list[str]:
     """What tuning changes on a host: its files, and /etc/fstab for the /dev/shm size."""
     chosen = load_mapping(path) if (path := settings_file(ctx.env.inventory_dir)) else {}
-    found = []
-    for key, role in TUNING_FILES.items():
-        default = load_mapping(paths.ROLES / role / "defaults" / "main.yml").get(key)
-        found.append(str(ctx.options.extra_vars.get(key) or chosen.get(key) or default))
+    defaults = {
+        role: load_mapping(paths.ROLES / role / "defaults" / "main.yml")
+        for role in set(TUNING_FILES.values())
+    }
+    found = [
+        str(ctx.options.extra_vars.get(key) or chosen.get(key) or defaults[role].get(key))
+        for key, role in TUNING_FILES.items()
+    ]
     return [*found, "/etc/fstab (/dev/shm)"]
 
 

@@ -6,9 +6,10 @@ Exit 0 when every log passes, 1 when any fails, 2 when a file cannot be read or 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.profile and args.profile != "auto":
             profile_path(args.profile, asked_by="--profile")
-        results = [_check(path, args.profile) for path in args.logs]
+        # One load per profile, however many logs it grades (auto may pick another per log).
+        gates_of = functools.cache(load_gates)
+        results = [_check(path, args.profile, gates_of) for path in args.logs]
     except PavError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -53,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
     return _exit(records)
 
 
-def _check(path: Path, profile: str | None) -> tuple[Path, NcclLog | None, Grade, str]:
+def _check(
+    path: Path, profile: str | None, gates_of: Callable[[str], Mapping[str, Sequence[Gate]]]
+) -> tuple[Path, NcclLog | None, Grade, str]:
     """The log graded by the profile's gates; with `auto`, the profile its GPUs pick, which is returned."""
     try:
         log = read_log(path)
@@ -61,7 +66,7 @@ def _check(path: Path, profile: str | None) -> tuple[Path, NcclLog | None, Grade
         return path, None, Grade("error", str(exc)), ""
     picked = auto_for_log(log) if profile == "auto" else ""
     name = picked or profile
-    gates: Mapping[str, Sequence[Gate]] = load_gates(name) if name else {}
+    gates = gates_of(name) if name else {}
     return path, log, grade(log, gates), picked
 
 
