@@ -22,10 +22,34 @@ HEAVY_FIXTURES = {
 }  # fmt: skip
 
 
+# Session fixtures that bring up a cluster or run the pipeline once for many tests: under pytest-xdist
+# (scripts/test runs workers in parallel) every test that uses one goes to one worker, so it is made once.
+SHARED_FIXTURES = ("slurm_cluster", "configured", "local_run")
+
+
+# tryfirst: xdist's own hook turns the group marks into worker assignments, so they must be there before.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if HEAVY_FIXTURES & names:
             item.add_marker(pytest.mark.slow)
+        group = _xdist_group(item, names)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _xdist_group(item: pytest.Item, names: set[str]) -> str | None:
+    """The worker group of a test: the shared session fixture it uses, else its module when a fixture of
+    that module's scope is made once for its tests (tests of one module then share one worker)."""
+    for name in SHARED_FIXTURES:
+        if name in names:
+            return name
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info else ()
+    if any(d[-1].scope == "module" for d in defs if d):
+        return item.nodeid.split("::")[0]
+    return None
 
 
 @dataclass

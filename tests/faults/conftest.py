@@ -8,9 +8,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,9 @@ class Sandbox:
     """One fault test's world: the env's state dir and temp dirs of its own, run dirs beside them."""
 
     base: Path
+    # Where Ansible's SSH master connections keep their sockets (ansible.cfg's is shared). Not under base:
+    # a socket path fits ~100 characters, and pytest-xdist's tmp_path leaves too few of them.
+    control_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="pavcp-")))
 
     @property
     def state(self) -> Path:
@@ -41,11 +45,6 @@ class Sandbox:
     @property
     def ansible_tmp(self) -> Path:
         return self.base / "ansible-tmp"
-
-    @property
-    def control_dir(self) -> Path:
-        """Where Ansible's SSH master connections keep their sockets (ansible.cfg's is shared)."""
-        return self.base / "cp"
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {
@@ -106,11 +105,12 @@ class Sandbox:
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     box = Sandbox(tmp_path)
-    for folder in (box.tmp, box.ansible_tmp, box.control_dir):
+    for folder in (box.tmp, box.ansible_tmp):
         folder.mkdir()
     try:
         yield box
     finally:
+        shutil.rmtree(box.control_dir, ignore_errors=True)
         # A failed test must not leave its cluster to the next one; the test itself checked first.
         if (box.state / "sim").exists():
             subprocess.run(
@@ -123,17 +123,18 @@ def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
 
 @dataclass
 class Configured:
-    """A sim cluster of 3 hosts, provisioned and configured once, for the faults that need only validate.
+    """A sim cluster provisioned and configured once, for the faults that need only validate.
 
     Tests reach it through a static inventory (--inventory) of some of its hosts: their teardown leaves
     the hosts up. Hosts 0 and 1 are for tests that leave them as they found them; host 2 may be killed.
     """
 
     box: Sandbox
+    count: int
 
     @property
     def names(self) -> list[str]:
-        return [f"sim-{cluster_id(self.box.state)}-{i}" for i in range(3)]
+        return [f"sim-{cluster_id(self.box.state)}-{i}" for i in range(self.count)]
 
     def inventory(self, *indices: int) -> Path:
         """An inventory of the given hosts, with the sim env's group_vars beside it."""
@@ -161,12 +162,15 @@ class Configured:
 @pytest.fixture(scope="session")
 def configured(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Configured]:  # noqa: F811
     box = Sandbox(tmp_path_factory.mktemp("configured"))
-    for folder in (box.tmp, box.ansible_tmp, box.control_dir):
+    hosts = 3
+    for folder in (box.tmp, box.ansible_tmp):
         folder.mkdir()
     try:
-        up = box.cli("--env", "sim", "--hosts", "3", "--stages", "provision,configure", "--keep", run="setup")
+        up = box.cli(
+            "--env", "sim", "--hosts", str(hosts), "--stages", "provision,configure", "--keep", run="setup"
+        )  # fmt: skip
         assert up.rc == 0, up.stdout + up.stderr
-        yield Configured(box)
+        yield Configured(box, hosts)
         down = box.cli("--env", "sim", "--stages", "teardown", run="down")
         assert down.rc == 0, down.stdout + down.stderr
         assert box.left(("setup", "down")) == []
@@ -177,6 +181,7 @@ def configured(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             timeout=300,
             check=False,
         )
+        shutil.rmtree(box.control_dir, ignore_errors=True)
 
 
 def terraform_resources(state: Path) -> list[str]:
