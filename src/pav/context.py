@@ -57,6 +57,14 @@ class RunContext:
         chosen = self.options.apply_tuning
         return self.settings.apply_tuning if chosen is None else chosen
 
+    @property
+    def install_dir(self) -> str:
+        """Where the tools a run installs (payload, MPI program, nccl-tests) go on each host: beside the runs,
+        kept for the next run; or, when tuning runs in check mode, in the run's own folder, so that the run
+        leaves the host as it found it (teardown removes that folder)."""
+        base = self.settings.remote_dir
+        return base if self.apply_tuning else f"{base}/runs/{self.results.run_id}"
+
     def extravars(self) -> dict[str, Any]:
         """Variables every playbook gets: the user's -e, then the driver's own (settings among them already
         hold -e's typed pav_* values). Never secrets: runner and Ansible may log them."""
@@ -64,6 +72,7 @@ class RunContext:
             "pav_run_id": self.results.run_id,
             "pav_run_dir": str(self.run_dir.resolve()),
             "pav_remote_dir": self.settings.remote_dir,
+            "pav_install_dir": self.install_dir,
             "pav_payload_src": str(paths.PAYLOAD),
             "pav_apply_tuning": self.apply_tuning,
             "pav_launcher": self.settings.launcher,

@@ -170,6 +170,21 @@ def test_source_checkout_is_built_once_into_the_cache(tmp_path: Path) -> None:
     assert changed_again == 0, out_again
 
 
+def test_a_cache_that_must_not_be_written_is_read_and_a_new_build_goes_to_the_run(tmp_path: Path) -> None:
+    """Check mode (nccl_tests_cache_write false): a cached build of the same inputs is used; one the cache
+    lacks is built into the private folder (the run's own) and the cache is left as it was."""
+    src = fake_checkout(tmp_path / "nccl-tests-src")
+    private = tmp_path / "run" / "nccl-tests-build"
+    extra = {**EIGHT_GPUS, "nccl_tests_bin_dir": str(tmp_path / "none"), "nccl_tests_src_dir": str(src)}
+    check = extra | {"nccl_tests_cache_write": False, "nccl_tests_private_build_dir": str(private)}
+    cold, _, out = play(tmp_path, check)
+    assert cold["built_now"] is True and cold["bin_dir"].startswith(f"{private}/"), out
+    assert not (tmp_path / "cache").exists()
+    warm, _, _ = play(tmp_path, extra)  # an applied run fills the cache
+    cached, changed, out = play(tmp_path, check)
+    assert cached["bin_dir"] == warm["bin_dir"] and cached["built_now"] is False and changed == 0, out
+
+
 def test_a_changed_input_builds_anew_and_rebuild_forces_it(tmp_path: Path) -> None:
     src = fake_checkout(tmp_path / "nccl-tests-src")
     extra = {**EIGHT_GPUS, "nccl_tests_bin_dir": str(tmp_path / "none"), "nccl_tests_src_dir": str(src)}

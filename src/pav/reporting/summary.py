@@ -91,8 +91,8 @@ def _drops(results: RunResults) -> list[str]:
 
 
 def _check_mode(results: RunResults) -> list[str]:
-    """Check mode holds back tuning only: name what still changed, so "check mode" is never read as
-    "nothing changed"."""
+    """Check mode changes nothing outside the run's folder, but the roles that install what the tests run
+    still report changes: say where those went, so neither reads as "the host was changed"."""
     held = {
         h.name: still
         for h in results.hosts.values()
@@ -101,9 +101,12 @@ def _check_mode(results: RunResults) -> list[str]:
     if not held:
         return []
     lines = [
-        "tuning ran in check mode; these roles still changed the hosts (they install what the tests run):"
+        "tuning ran in check mode; what the tests run was installed in the run's own folder on each host "
+        "(removed at teardown), no package, SSH key or build elsewhere:"
     ]
     lines += [f"  {host}: {', '.join(changes)}" for host, changes in held.items()]
+    if len(results.hosts) > 1:
+        lines.append("  mpirun across hosts relies on the login user's own host-to-host SSH (no key written)")
     return [*lines, ""]
 
 

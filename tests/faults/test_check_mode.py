@@ -1,0 +1,74 @@
+"""Check mode leaves a host as it found it: a whole run with --check-tuning on hosts of one's own inventory
+(configure, validate, collect, report, teardown) changes no byte of /etc, /root or /var/tmp on any of them
+outside the run's own folder. The payload, the MPI program and launcher go into that folder, no package is
+installed, no SSH key or config is written, and teardown removes the folder."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import Sandbox
+
+pytestmark = pytest.mark.slow
+
+WATCHED = ("etc", "root", "var/tmp")
+
+
+def listing(upper: Path, skip: Path) -> dict[str, str]:
+    """What a sim host wrote under the watched folders: the entries of its overlay's upper layer, with type,
+    mode and, for files, a checksum. A folder that the lower layer (this machine's /) has with the same mode
+    is left out: overlayfs copies a folder up when something is written in it, and keeps the copy when that
+    is removed again, with nothing changed in what the host sees."""
+    found = {}
+    for top in WATCHED:
+        for path in sorted((upper / top).rglob("*")):
+            if path == skip or skip in path.parents:
+                continue
+            stat = path.lstat()
+            if path.is_symlink():
+                what = f"link {path.readlink()}"
+            elif path.is_file():
+                what = f"file {hashlib.sha256(path.read_bytes()).hexdigest()}"
+            elif path.is_dir():
+                lower = Path("/") / path.relative_to(upper)
+                if lower.is_dir() and not lower.is_symlink() and lower.lstat().st_mode == stat.st_mode:
+                    continue
+                what = "dir"
+            else:
+                what = "other"  # a whiteout: something the host deleted
+            found[str(path.relative_to(upper))] = f"{what} {stat.st_mode:o}"
+    return found
+
+
+def test_a_check_mode_run_changes_nothing_outside_its_folder(sim_deps: None, sandbox: Sandbox) -> None:
+    # A host the tool made but never configured: no key, payload or build of an earlier run is there to hide
+    # a write that repeats it.
+    up = sandbox.cli("--env", "sim", "--hosts", "1", "--stages", "provision", "--keep", run="provision")
+    assert up.rc == 0, up.stdout + up.stderr
+    inventory = sandbox.run_dir("provision") / "inventory" / "hosts.yml"
+    # The host's own writes land in its overlay's upper layer: anything the run changes shows there.
+    host = sandbox.state / "sim" / "run" / "0" / "fs" / "upper"
+    before = listing(host, Path("/nonexistent"))
+    run = sandbox.cli(
+        "--inventory", str(inventory), "--check-tuning",
+        "--stages", "configure,validate,collect,report,teardown", "--tests", "torch_gloo_allreduce",
+    )  # fmt: skip
+    assert run.rc == 0, run.stdout + run.stderr
+    results = sandbox.results()
+    assert results["verdict"] == "PASS"
+    own = host / "var" / "tmp" / "pav" / "runs" / results["run_id"]
+    after = listing(host, own)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert changed == [], changed[:20]
+    assert not own.exists()
+    [name] = results["hosts"]
+    # MPI was set up all the same, inside the run's folder, with the login user's SSH left alone.
+    mpi = results["hosts"][name]["facts"]["mpi"]
+    assert mpi["launcher"] == f"/var/tmp/pav/runs/{results['run_id']}/mpi/bin/pav-mpirun", mpi
+    assert mpi["ssh_setup"] is False
+    down = sandbox.cli("--env", "sim", "--stages", "teardown", run="down")
+    assert down.rc == 0, down.stdout + down.stderr
+    assert sandbox.left(("provision", "run", "down")) == []
