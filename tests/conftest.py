@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.docs_quotes import assert_documented
+
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = ROOT / "payload"  # pav_payload, importable in tests through pytest's pythonpath
 # Fixtures that bring up sim hosts or run the whole pipeline: a test that uses one is slow, and
@@ -77,14 +79,17 @@ def run_cli(
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
 
-def assert_one_line_error(run: CliRun, *needles: str) -> None:
-    """Bad input: exit 2, no traceback, and an error line naming the problem."""
+def assert_one_line_error(run: CliRun, *needles: str, documented: bool = False) -> None:
+    """Bad input: exit 2, no traceback, and an error line naming the problem (and, if documented, the line
+    docs/reliability.md quotes)."""
     assert run.rc == 2, (run.stdout, run.stderr)
     assert "Traceback" not in run.stderr + run.stdout
     errors = [ln for ln in run.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1, run.stderr
     for needle in needles:
         assert needle in errors[0], errors[0]
+    if documented:
+        assert_documented(errors[0])
 
 
 @pytest.fixture

@@ -50,9 +50,8 @@ def test_a_broken_host_python_is_named_with_its_own_words(tmp_path: Path) -> Non
     host = f"localhost: {{ansible_connection: local, ansible_python_interpreter: {shim}}}"
     inventory = write(tmp_path / "hosts.yml", f"all:\n  hosts:\n    {host}\n")
     run = run_cli("--inventory", str(inventory), "--stages", "configure", "--run-dir", str(tmp_path / "r"))
-    assert_one_line_error(
-        run, "pyenv: python3.13: command not found; exit 127", "set ansible_python_interpreter"
-    )
+    cause = "pyenv: python3.13: command not found; exit 127"
+    assert_one_line_error(run, cause, "set ansible_python_interpreter", documented=True)
     assert "deserialization" not in run.stderr
     assert "error:" not in run.stdout  # printed once, on stderr; summary.txt keeps it
     assert "error: configure failed" in (tmp_path / "r" / "summary.txt").read_text()

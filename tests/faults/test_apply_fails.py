@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 def test_failed_apply_is_named_and_destroyed(sim_deps: None, sandbox: Sandbox) -> None:
     run = sandbox.cli("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce",
                       env={"PAV_SIM_FAIL_HOST": "1"})  # fmt: skip
-    assert_one_line_error(run, "terraform apply failed", "injected by PAV_SIM_FAIL_HOST=1")
+    assert_one_line_error(run, "terraform apply failed", "injected by PAV_SIM_FAIL_HOST=1", documented=True)
     results = sandbox.results()
     stages = {s["name"]: s for s in results["stages"]}
     assert stages["provision"]["status"] == "failed"

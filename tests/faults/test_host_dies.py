@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.docs_quotes import assert_documented
 from tests.faults.conftest import Configured, Sandbox, error_lines, launch_processes, processes, wait_for
 
 pytestmark = pytest.mark.slow
@@ -28,6 +29,7 @@ def test_host_dies_during_validate(configured: Configured, sandbox: Sandbox) -> 
     [line] = error_lines((out, err))
     assert f"host {host2} became unreachable during validate" in line, line
     assert "--allow-missing 1" in line
+    assert_documented(line)
     results = sandbox.results()
     assert results["hosts"][host2]["status"] == "unreachable"
     tests = {(t["name"], tuple(t["hosts"])): t for t in results["tests"]}

@@ -36,7 +36,9 @@ def nothing_provisioned(sandbox: Sandbox) -> None:
 def test_too_little_space(sim_deps: None, sandbox: Sandbox, mounted: Path) -> None:
     mount_tmpfs(mounted, "size=1m")
     run = sandbox.cli("--env", "sim", "--hosts", "2", run=mounted / "run")
-    assert_one_line_error(run, f"run dir {mounted / 'run'} has 1 MiB free", "under the 64 MiB", "--run-dir")
+    assert_one_line_error(
+        run, f"run dir {mounted / 'run'} has 1 MiB free", "under the 64 MiB", "--run-dir", documented=True
+    )
     nothing_provisioned(sandbox)
 
 
@@ -46,12 +48,14 @@ def test_full_disk(sim_deps: None, sandbox: Sandbox, mounted: Path) -> None:
     with (mounted / "filler").open("wb") as filler, pytest.raises(OSError):
         filler.write(b"x" * 2 * 1024 * 1024)
     run = sandbox.cli("--env", "sim", "--hosts", "2", run=mounted / "run")
-    assert_one_line_error(run, f"run dir {mounted / 'run'}: its disk is full", "--run-dir")
+    assert_one_line_error(run, f"run dir {mounted / 'run'}: its disk is full", "--run-dir", documented=True)
     nothing_provisioned(sandbox)
 
 
 def test_read_only_run_dir(sim_deps: None, sandbox: Sandbox, mounted: Path) -> None:
     mount_tmpfs(mounted, "size=1m,ro")
     run = sandbox.cli("--env", "sim", "--hosts", "2", run=mounted / "run")
-    assert_one_line_error(run, f"run dir {mounted / 'run'} is not writable", "Read-only", "--run-dir")
+    assert_one_line_error(
+        run, f"run dir {mounted / 'run'} is not writable", "Read-only", "--run-dir", documented=True
+    )
     nothing_provisioned(sandbox)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.docs_quotes import assert_documented
 from tests.faults.conftest import Configured, Sandbox, error_lines, processes, wait_for
 
 pytestmark = pytest.mark.slow
@@ -31,6 +32,7 @@ def finish(proc: Any, name: str, stage: str, sandbox: Sandbox, run: str = "run")
     assert proc.returncode == 128 + SIGNALS[name], out + err
     assert "Traceback" not in out + err
     assert error_lines((out, err)) == [f"error: interrupted by {name}"], err
+    assert_documented(f"error: interrupted by {name}")
     results = sandbox.results(run)
     stages = {s["name"]: s for s in results["stages"]}
     assert stages[stage]["status"] == "interrupted", stages[stage]
