@@ -24,6 +24,7 @@ DRIVER_OWNED = {
     "pav_state_dir": "set PAV_STATE_DIR",
     "pav_controller_python": "it is the Python running provision-and-validate",
     "pav_allow_missing": "use --allow-missing",
+    "pav_install_dir": "it is pav_remote_dir, or the run's own folder when tuning runs in check mode",
 }
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _FORMS = "key=value, @file.yml or a YAML mapping"
