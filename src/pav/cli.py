@@ -15,7 +15,7 @@ from pav.errors import PavError
 from pav.extravars import parse_extra_vars
 from pav.reporting import timings
 from pav.results import RunResults
-from pav.settings import PLATFORMS, Settings, load_settings, sets, settings_file
+from pav.settings import PLATFORMS, Settings, load_settings, settings_file
 from pav.thresholds.profiles import profile_path
 
 EXIT_HELP = (
@@ -148,10 +148,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         results_root=rundir.results_root(args.results_root),
         extra_vars=parse_extra_vars(args.extra_vars),
     )
-    settings = load_settings(env.inventory_dir, options.extra_vars)
-    if not env.provisions and not sets(env.inventory_dir, options.extra_vars, "pav_apply_tuning"):
-        # Hosts this tool did not create are someone's: tuning changes them only when told to.
-        settings.apply_tuning = False
+    settings = load_settings(env.inventory_dir, options.extra_vars, provisions=env.provisions)
     if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:
         options.extra_vars["torch_payload_python"] = torch_python.choose()
     if args.platform:

@@ -52,18 +52,15 @@ def settings_file(inventory_dir: Path) -> Path | None:
     return None
 
 
-def load_settings(inventory_dir: Path, extra_vars: dict[str, Any] | None = None) -> Settings:
-    """The env's settings file, then -e's pav_* keys over it (extra vars win in Ansible too)."""
+def load_settings(
+    inventory_dir: Path, extra_vars: dict[str, Any] | None = None, *, provisions: bool = True
+) -> Settings:
+    """The env's settings file, then -e's pav_* keys over it (extra vars win in Ansible too). Hosts an env
+    does not create are someone's: there tuning changes them only when the file or -e says so."""
     path = settings_file(inventory_dir)
     data = load_mapping(path) if path else {}
-    settings = settings_from(data, str(path or inventory_dir))
+    settings = settings_from(data, str(path or inventory_dir), Settings(apply_tuning=provisions))
     return settings_from(_typed(extra_vars or {}), "-e", settings) if extra_vars else settings
-
-
-def sets(inventory_dir: Path, extra_vars: dict[str, Any], key: str) -> bool:
-    """Whether the env's settings file or -e names `key` (not left to the default)."""
-    path = settings_file(inventory_dir)
-    return key in extra_vars or (path is not None and key in load_mapping(path))
 
 
 def settings_from(data: dict[str, Any], source: str, base: Settings | None = None) -> Settings:
