@@ -58,12 +58,16 @@ class RunContext:
         return self.settings.apply_tuning if chosen is None else chosen
 
     @property
+    def remote_run_dir(self) -> str:
+        """The run's own folder on each host (roles: run_tests_run_dir; teardown removes it)."""
+        return f"{self.settings.remote_dir}/runs/{self.results.run_id}"
+
+    @property
     def install_dir(self) -> str:
         """Where the tools a run installs (payload, MPI program, nccl-tests) go on each host: beside the runs,
         kept for the next run; or, when tuning runs in check mode, in the run's own folder, so that the run
         leaves the host as it found it (teardown removes that folder)."""
-        base = self.settings.remote_dir
-        return base if self.apply_tuning else f"{base}/runs/{self.results.run_id}"
+        return self.settings.remote_dir if self.apply_tuning else self.remote_run_dir
 
     def extravars(self) -> dict[str, Any]:
         """Variables every playbook gets: the user's -e, then the driver's own (settings among them already

@@ -19,8 +19,8 @@ def by_role(changes: list[str]) -> dict[str, int]:
 
 
 def still_changed(changes: list[str]) -> list[str]:
-    """What a run changed outside tuning: check mode holds back the tuning roles only; the roles that
-    install what the tests run (payload, MPI and its SSH keys, nccl-tests) still act."""
+    """What a run changed outside tuning: the roles that install what the tests run (payload, MPI program,
+    nccl-tests) still act in check mode, inside the run's own folder then."""
     return [c for c in changes if role_of(c) not in TUNING_ROLES]
 
 

@@ -19,7 +19,7 @@ def run(ctx: RunContext) -> str:
     outcome = play(ctx, "teardown", "teardown.yml")
     left = sorted(outcome.failed_hosts)
     removed = sorted(h for h, changes in outcome.changes.items() if "Remove the run folder" in changes)
-    where = f"{ctx.settings.remote_dir}/runs/{ctx.results.run_id}"
+    where = ctx.remote_run_dir
     said = (
         f"removed {where} on {len(removed)} of {len(ctx.hosts)} host(s)"
         if removed
