@@ -101,40 +101,45 @@ class Sandbox:
             found += [f"process {pid} of run {run_id}" for pid in launch_processes(run_id)]
         return found
 
+    def open(self) -> Sandbox:
+        for folder in (self.tmp, self.ansible_tmp):
+            folder.mkdir()
+        return self
 
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
-    box = Sandbox(tmp_path)
-    for folder in (box.tmp, box.ansible_tmp):
-        folder.mkdir()
-    try:
-        yield box
-    finally:
-        shutil.rmtree(box.control_dir, ignore_errors=True)
-        # A failed test must not leave its cluster to the next one; the test itself checked first.
-        if (box.state / "sim").exists():
+    def close(self) -> None:
+        """A failed test must not leave its cluster to the next one (the test itself checked first)."""
+        if (self.state / "sim").exists():
             subprocess.run(
-                [str(SIM_HOSTS), "down", "--state-dir", str(box.state / "sim")],
+                [str(SIM_HOSTS), "down", "--state-dir", str(self.state / "sim")],
                 capture_output=True,
                 timeout=300,
                 check=False,
             )
+        shutil.rmtree(self.control_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path).open()
+    try:
+        yield box
+    finally:
+        box.close()
 
 
 @dataclass
 class Configured:
-    """A sim cluster provisioned and configured once, for the faults that need only validate.
+    """A sim cluster of 3 hosts, provisioned and configured once, for the faults that need only validate.
 
     Tests reach it through a static inventory (--inventory) of some of its hosts: their teardown leaves
     the hosts up. Hosts 0 and 1 are for tests that leave them as they found them; host 2 may be killed.
     """
 
     box: Sandbox
-    count: int
 
     @property
     def names(self) -> list[str]:
-        return [f"sim-{cluster_id(self.box.state)}-{i}" for i in range(self.count)]
+        return [f"sim-{cluster_id(self.box.state)}-{i}" for i in range(3)]
 
     def inventory(self, *indices: int) -> Path:
         """An inventory of the given hosts, with the sim env's group_vars beside it."""
@@ -161,27 +166,16 @@ class Configured:
 
 @pytest.fixture(scope="session")
 def configured(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Configured]:  # noqa: F811
-    box = Sandbox(tmp_path_factory.mktemp("configured"))
-    hosts = 3
-    for folder in (box.tmp, box.ansible_tmp):
-        folder.mkdir()
+    box = Sandbox(tmp_path_factory.mktemp("configured")).open()
     try:
-        up = box.cli(
-            "--env", "sim", "--hosts", str(hosts), "--stages", "provision,configure", "--keep", run="setup"
-        )  # fmt: skip
+        up = box.cli("--env", "sim", "--hosts", "3", "--stages", "provision,configure", "--keep", run="setup")
         assert up.rc == 0, up.stdout + up.stderr
-        yield Configured(box, hosts)
+        yield Configured(box)
         down = box.cli("--env", "sim", "--stages", "teardown", run="down")
         assert down.rc == 0, down.stdout + down.stderr
         assert box.left(("setup", "down")) == []
     finally:
-        subprocess.run(
-            [str(SIM_HOSTS), "down", "--state-dir", str(box.state / "sim")],
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
-        shutil.rmtree(box.control_dir, ignore_errors=True)
+        box.close()
 
 
 def terraform_resources(state: Path) -> list[str]:
