@@ -1,6 +1,7 @@
 """Following and collecting jobs, with no cluster: the pod's own script run for real on this machine (CPU,
 gloo), its log turned back into result files and judged as on hosts; kubectl JSON parsed from fixtures
-shaped like a real cluster's (kubeflow training-operator v1.8 and core v1 Pod objects)."""
+shaped like a real cluster's (kubeflow training-operator v1.8 and core v1 Pod objects). The same through the
+real kubectl and an API-server double: tests/k8s/test_kubectl.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from pav.evaluate import evaluate_launch
 from pav.k8s import jobs, render
 from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
-from pav.k8s.kubectl import Kubectl
 from pav.launches import Launch
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
@@ -129,45 +129,3 @@ def test_cpu_tests_are_refused_on_k8s() -> None:
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     with pytest.raises(PavError, match="take it out of pav_tests"):
         render.plan_jobs(["torch_gloo_allreduce"], load_config(inventory), fabric_env(inventory), 2, "r1", 60)
-
-
-def test_submit_follow_collect_and_delete_through_kubectl(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The driver's kubectl calls, answered by a stub shaped like a real cluster's: the manifest goes in by
-    server-side apply, the job is followed to Succeeded with a progress line per change, the worker's log
-    comes back as result files, and teardown deletes by the run's label."""
-    job = render.Job(**_job_fields())
-    log = tmp_path / "worker.log"
-    log.write_text("hello from rank 0\n=== pav-file launcher.rc\n0\n=== pav-end\n")
-    monkeypatch.setenv("STUB_STATE", str(tmp_path / "stub"))
-    monkeypatch.setenv("STUB_JOB", job.name)
-    monkeypatch.setenv("STUB_LOG", str(log))
-    kube = Kubectl(None, "pav", str(FIXTURES / "kubectl_jobs_stub.py"))
-    [manifest] = [m for m in render.render([job], "pav", render.job_labels("r1", "payload")) if m.test]
-    jobs.submit(kube, manifest)
-    lines: list[str] = []
-    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=0)
-    launch = jobs.collect(kube, job, pods, tmp_path / "run")
-    selector = f"pav-run-id={render.run_label('r1')}"
-    deleted = jobs.delete(kube, selector)
-    assert state == "Succeeded" and [p.phase for p in pods] == ["Succeeded"]
-    assert lines == [
-        f"  {job.test}: Running [worker-0 Running]",
-        f"  {job.test}: Succeeded [worker-0 Succeeded]",
-    ]
-    stored = tmp_path / "run" / "hosts" / f"{job.name}-worker-0" / "results" / job.test
-    assert (stored / "launcher.rc").read_text() == "0\n" and "hello from rank 0" in (
-        stored / "launcher.log"
-    ).read_text()
-    assert launch.members == [f"{job.name}-worker-0"]
-    [record] = jobs.host_records(job, pods).values()
-    assert (record.name, record.address, record.status) == (f"{job.name}-worker-0", "gpu-node-7", "ok")
-    assert record.facts["k8s"]["node"] == "gpu-node-7" and record.facts["k8s"]["kind"] == "PyTorchJob"
-    assert deleted == f"deleted 2 object(s) labelled {selector}"
-    calls = (tmp_path / "stub" / "calls.log").read_text().splitlines()
-    assert calls[0].startswith("--namespace pav apply --server-side --force-conflicts -f -")
-    assert "kind: PyTorchJob" in (tmp_path / "stub" / "applied.yaml").read_text()
-    assert calls[-1].startswith(
-        f"--namespace pav delete pytorchjobs.kubeflow.org,mpijobs.kubeflow.org,configmaps -l {selector}"
-    )

@@ -43,7 +43,7 @@ class K8sConfig:
     rdma_resource: str
     node_selector: dict[str, str] = field(default_factory=dict)
     ttl_seconds_after_finished: int = 600
-    clean_pod_policy: str = "Running"
+    clean_pod_policy: str = "None"
 
     def node_shape(self) -> NodeShape:
         match = PRESET.match(self.node_preset)

@@ -16,16 +16,25 @@ from pav.launches import Launch
 from pav.results import HostRecord
 
 RESOURCE = {"PyTorchJob": "pytorchjobs.kubeflow.org", "MPIJob": "mpijobs.kubeflow.org"}
-CONTAINER = {"PyTorchJob": {"worker": "pytorch"}, "MPIJob": {"launcher": "launcher", "worker": "worker"}}
+CONTAINER = {"PyTorchJob": {"master": "pytorch", "worker": "pytorch"},
+             "MPIJob": {"launcher": "launcher", "worker": "worker"}}  # fmt: skip
+# Pods that print result files: every torchrun node of a PyTorchJob, the mpirun launcher of an MPIJob.
+RESULT_ROLES = {"PyTorchJob": ("master", "worker"), "MPIJob": ("launcher",)}
+# The operators label each pod with its role: training-operator the replica type (master, worker),
+# mpi-operator the job role (launcher, worker).
+ROLE_LABELS = ("training.kubeflow.org/job-role", "training.kubeflow.org/replica-type")
 POLL_S = 10.0
 # Past the job's activeDeadlineSeconds the operator fails it; this is how long the driver waits beyond that.
 GRACE_S = 120.0
+# A job is Succeeded once its Master is; a Worker may still be writing its results. How long to wait for
+# every pod to end before taking the logs anyway.
+SETTLE_S = 60.0
 
 
 @dataclass(frozen=True)
 class PodState:
     name: str
-    role: str  # launcher | worker
+    role: str  # master | worker (PyTorchJob), launcher | worker (MPIJob)
     phase: str  # Pending | Running | Succeeded | Failed | Unknown
     reason: str = ""  # why it waits or failed (ImagePullBackOff, OOMKilled, Unschedulable, ...)
     node: str = ""  # the Kubernetes node it was scheduled on
@@ -46,11 +55,12 @@ def pod_states(pods: dict[str, Any]) -> list[PodState]:
     states = []
     for pod in pods.get("items") or []:
         name = pod["metadata"]["name"]
-        role = "launcher" if "-launcher" in name else "worker"
+        labels = pod["metadata"].get("labels") or {}
+        role = next((labels[k] for k in ROLE_LABELS if k in labels), "worker")
         status = pod.get("status") or {}
         node = (pod.get("spec") or {}).get("nodeName", "")
         states.append(PodState(name, role, status.get("phase", "Unknown"), _reason(status), node))
-    return sorted(states, key=lambda p: (p.role != "launcher", p.name))
+    return sorted(states, key=lambda p: (p.role not in ("launcher", "master"), p.name))
 
 
 def _reason(status: dict[str, Any]) -> str:
@@ -103,6 +113,7 @@ def follow(
     """Poll until the job ends or outlives its deadline; a line whenever its state or a pod's changes."""
     deadline = time.monotonic() + job.timeout_s + GRACE_S
     last = ""
+    ended_at: float | None = None
     while True:
         interrupts.raise_if_requested()
         state = job_state(kubectl.json("get", RESOURCE[job.kind], job.name))
@@ -113,7 +124,10 @@ def follow(
             echo(line)
             last = line
         if state in ("Succeeded", "Failed"):
-            return state, pods
+            ended_at = ended_at or time.monotonic()
+            settled = all(p.phase not in ("Running", "Pending") for p in pods)
+            if settled or time.monotonic() - ended_at > SETTLE_S:
+                return state, pods
         if time.monotonic() > deadline:
             return "Timeout", pods
         time.sleep(poll_s)
@@ -127,7 +141,7 @@ def collect(kubectl: Kubectl, job: Job, pods: list[PodState], run_dir: Path) -> 
         container = CONTAINER[job.kind].get(pod.role, "")
         log = kubectl.run("logs", pod.name, "-c", container, check=False) if container else ""
         save_log(launch, job, pod, log, run_dir)
-    launch.members = [p.name for p in pods if p.role == "worker"]
+    launch.members = [p.name for p in pods if p.role != "launcher"]
     return launch
 
 
@@ -151,7 +165,7 @@ def save_log(launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path) -
     raw = run_dir / "k8s" / job.name
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"{pod.name}.log").write_text(log)
-    if pod.role != ("launcher" if job.kind == "MPIJob" else "worker"):
+    if pod.role not in RESULT_ROLES[job.kind]:
         return
     own, files = split_log(log)
     out = run_dir / "hosts" / pod.name / "results" / job.test
@@ -173,14 +187,20 @@ def _argv(job: Job) -> list[str]:
 
 
 def delete(kubectl: Kubectl, selector: str) -> str:
-    """The jobs (their pods go with them) and the payload ConfigMap, by label. Idempotent."""
+    """The jobs (their pods go with them) and the payload ConfigMap, by label. Idempotent. Only the job
+    types the server has: kubectl refuses a whole delete that names a type it does not know (no MPI
+    operator installed, or an install that failed), and teardown must still reach what comes after."""
+    kinds = [*served_job_types(kubectl), "configmaps"]
     try:
-        out = kubectl.run(
-            "delete", ",".join([*RESOURCE.values(), "configmaps"]), "-l", selector, "--ignore-not-found",
-            "--wait=true", timeout_s=300,
-        )  # fmt: skip
+        out = kubectl.run("delete", ",".join(kinds), "-l", selector, "--ignore-not-found", "--wait=true",
+                          timeout_s=300)  # fmt: skip
     except PavError as exc:
-        how = f"kubectl delete pytorchjobs,mpijobs,configmaps -n {kubectl.namespace} -l {selector}"
+        how = f"kubectl delete {','.join(kinds)} -n {kubectl.namespace} -l {selector}"
         raise PavError(f"{exc}; delete them with: {how}") from None
     deleted = len([ln for ln in out.splitlines() if "deleted" in ln])
     return f"deleted {deleted} object(s) labelled {selector}"
+
+
+def served_job_types(kubectl: Kubectl) -> list[str]:
+    served = set(kubectl.run("api-resources", "--api-group=kubeflow.org", "-o", "name").split())
+    return [r for r in RESOURCE.values() if r in served]

@@ -49,7 +49,7 @@ class Job:
     shm_size: str
     node_selector: dict[str, str] = field(default_factory=dict)
     ttl_seconds_after_finished: int = 600
-    clean_pod_policy: str = "Running"
+    clean_pod_policy: str = "None"
     payload_configmap: str = PAYLOAD_CONFIGMAP
 
 
@@ -172,8 +172,20 @@ def _environment() -> jinja2.Environment:
 
 
 def payload_files() -> dict[str, str]:
+    """pav_payload's modules by ConfigMap key. A key cannot hold "/", so a subpackage's module is
+    "gpu_facts__nvml.py"; payload_items maps each key back to its path in the mounted folder."""
     package = paths.PAYLOAD / "pav_payload"
-    return {p.name: p.read_text() for p in sorted(package.glob("*.py"))}
+    return {_key(p.relative_to(package)): p.read_text() for p in sorted(package.rglob("*.py"))}
+
+
+def payload_items() -> list[dict[str, str]]:
+    package = paths.PAYLOAD / "pav_payload"
+    return [{"key": _key(p.relative_to(package)), "path": p.relative_to(package).as_posix()}
+            for p in sorted(package.rglob("*.py"))]  # fmt: skip
+
+
+def _key(relative: Path) -> str:
+    return "__".join(relative.parts)
 
 
 def render(jobs: list[Job], namespace: str, labels: dict[str, str] | None = None) -> list[Manifest]:
@@ -186,7 +198,7 @@ def render(jobs: list[Job], namespace: str, labels: dict[str, str] | None = None
         manifests.append(Manifest("00-payload-configmap.yaml", "ConfigMap", text))
     for i, job in enumerate(jobs, start=1):
         template = "pytorchjob.yaml.j2" if job.kind == "PyTorchJob" else "mpijob-nccl-tests.yaml.j2"
-        text = env.get_template(template).render(job=asdict(job))
+        text = env.get_template(template).render(job=asdict(job), payload_items=payload_items())
         manifest = Manifest(f"{i:02d}-{job.kind.lower()}-{job.test}.yaml", job.kind, text, job.test)
         check_manifest(manifest.body, manifest.name)
         manifests.append(manifest)

@@ -76,7 +76,8 @@ def validate_stage(ctx: RunContext) -> str:
     planned, rendered = manifests(ctx)
     render.write(rendered, ctx.run_dir / "manifests")
     kube = kubectl(ctx)
-    kube.run("create", "namespace", kube.namespace, check=False)  # exists already on a later run: fine
+    namespace = f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {kube.namespace}\n"
+    kube.run("apply", "--server-side", "-f", "-", stdin=namespace)  # idempotent: exists on a later run
     for manifest in rendered:
         check_manifest(manifest.body, manifest.name)  # again: a file edited in the run dir is what goes
     for manifest in rendered:
@@ -102,16 +103,23 @@ def collect_stage(ctx: RunContext) -> str:
 
 
 def teardown_stage(ctx: RunContext) -> str:
+    """Delete the run's jobs, then destroy what was provisioned: a failed delete (API gone, a type the
+    server lacks) never keeps a paid cluster up. Its error is raised after the destroy."""
     if ctx.options.keep:
         return "kept (--keep): jobs and cluster left; a later --stages teardown removes them"
-    notes = []
+    notes, failed = [], []
     path = provision.kubeconfig_path(ctx.env)
     if path.is_file():
         # This run's jobs; a teardown-only run removes every job the tool left in the namespace.
         selector = f"pav-run-id={render.run_label(ctx.results.run_id)}" if ctx.wants("validate") else MANAGED
-        notes.append(jobs.delete(kubectl(ctx), selector))
+        try:
+            notes.append(jobs.delete(kubectl(ctx), selector))
+        except PavError as exc:
+            failed.append(str(exc))
     if ctx.env.provisions:
         destroyed = provision.destroy(ctx.env)
         ctx.results.destroyed = destroyed
         notes.append(f"destroyed {len(destroyed)} resource(s)")
+    if failed:
+        raise PavError("; ".join([*failed, *notes]))
     return "; ".join(notes) or "nothing to remove"

@@ -1,0 +1,118 @@
+"""A Kubernetes API server double on loopback that the real kubectl talks to (tests only; no cluster can run
+here). It serves discovery and the OpenAPI v3 kubectl reads, stores objects, refuses a write into a missing
+namespace and a type it does not serve (as a real server does), and plays the controllers a run depends on:
+training-operator v1.8.1 (PyTorchJob), mpi-operator v0.6.0 (MPIJob), the CRD, Deployment and namespace
+controllers, the scheduler (round-robin onto its nodes) and a kubelet that runs bash pods for real.
+
+    with ApiServer(tmp_path) as api:
+        subprocess.run(["kubectl", "--kubeconfig", str(api.kubeconfig), "get", "nodes"], env=api.env())
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.k8s.apiserver import builtin
+from tests.k8s.apiserver.controller import Controller
+from tests.k8s.apiserver.http import Handler
+from tests.k8s.apiserver.mpijob import MPIJobController
+from tests.k8s.apiserver.pods import Kubelet
+from tests.k8s.apiserver.pytorchjob import PyTorchJobController
+from tests.k8s.apiserver.resources import BUILTIN
+from tests.k8s.apiserver.store import ApiError, Store
+
+__all__ = ["ApiError", "ApiServer"]
+NODE = next(r for r in BUILTIN if r.kind == "Node")
+NAMESPACE = next(r for r in BUILTIN if r.kind == "Namespace")
+
+
+class ApiServer:
+    def __init__(self, workdir: Path, gpus_per_node: dict[str, int] | None = None) -> None:
+        self.workdir = workdir
+        self.store = Store()
+        self.logs: dict[str, str] = {}
+        self.requests: list[str] = []
+        nodes = gpus_per_node if gpus_per_node is not None else {"gpu-node-0": 8, "gpu-node-1": 8}
+        builtin.install(self.store)
+        for name in ("default", "kube-system"):
+            self.store.put(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        for name, gpus in nodes.items():
+            allocatable = {
+                "cpu": "128",
+                "memory": "1600Gi",
+                **({"nvidia.com/gpu": str(gpus)} if gpus else {}),
+            }
+            self.store.put(
+                NODE,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name},
+                    "status": {"allocatable": allocatable},
+                },
+            )
+        self.kubelet = Kubelet(self.store, workdir / "pods", self.logs)
+        names = list(nodes) or ["node-0"]
+        self.controllers: list[Controller] = [
+            PyTorchJobController(self.store, names),
+            MPIJobController(self.store, names),
+        ]
+        self._stop = threading.Event()
+        handler = type(
+            "BoundHandler", (Handler,), {"store": self.store, "logs": self.logs, "requests": self.requests}
+        )
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.http.daemon_threads = True
+        self.kubeconfig = workdir / "kubeconfig"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http.server_address[1]}"
+
+    def env(self) -> dict[str, str]:
+        """The environment for kubectl: its discovery cache in the test's folder, not ~/.kube."""
+        return {**os.environ, "KUBECACHEDIR": str(self.workdir / "kube-cache")}
+
+    def __enter__(self) -> ApiServer:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        cluster = {"name": "double", "cluster": {"server": self.url}}
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [cluster],
+            "users": [{"name": "u", "user": {"token": "double-token"}}],
+            "contexts": [{"name": "double", "context": {"cluster": "double", "user": "u"}}],
+            "current-context": "double",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config))
+        for target in (self.http.serve_forever, self._reconcile):
+            threading.Thread(target=target, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self.http.stopping = True  # type: ignore[attr-defined]  # open watches end
+        self.http.shutdown()
+        self.http.server_close()
+        self.kubelet.stop()
+
+    def _reconcile(self) -> None:
+        while not self._stop.is_set():
+            for controller in self.controllers:
+                controller.reconcile_all()
+            time.sleep(0.1)
+
+    def objects(self, plural: str, namespace: str = "") -> list[dict[str, Any]]:
+        """What the server holds of a type (any version), for a test's asserts."""
+        return [
+            o
+            for k, o in sorted(self.store.objects.items())
+            if k[1] == plural and (not namespace or k[2] == namespace)
+        ]

@@ -1,0 +1,100 @@
+"""The k8s path through the real kubectl (v1.32 on PATH) against the API-server double of tests/k8s/apiserver:
+a real server's refusals (missing namespace, a type it does not serve) and the operators' env contract for
+pods, with the pods' own scripts run for real (CPU, gloo)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pav import catalog, paths
+from pav.evaluate import evaluate_launch
+from pav.k8s import jobs, render
+from pav.k8s.config import load_config
+from pav.k8s.fabric import fabric_env
+from pav.k8s.kubectl import Kubectl
+from pav.thresholds.profiles import load_profile
+from pav.thresholds.scaling import split_gates
+from tests.k8s.apiserver import ApiServer
+
+INVENTORY = paths.INVENTORIES / "nebius-eu-k8s"
+FILES = paths.ROOT / "roles" / "training_operator" / "files"
+TRAINING_OPERATOR = FILES / "training-operator-v1.8.1" / "training-operator.yaml"
+NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: pav}\n"
+
+
+@pytest.fixture
+def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiServer]:
+    with ApiServer(tmp_path / "api") as server:
+        monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "api" / "kube-cache"))
+        yield server
+
+
+def install_pytorchjob_crd(api: ApiServer) -> None:
+    """The pinned training-operator manifest (PyTorchJob only) and the jobs' namespace."""
+    Kubectl(api.kubeconfig, "kubeflow").run("apply", "--server-side", "-f", str(TRAINING_OPERATOR))
+    Kubectl(api.kubeconfig, "pav").run("apply", "--server-side", "-f", "-", stdin=NAMESPACE)
+
+
+def cpu_job(test: str, workers: int) -> render.Job:
+    """A job as plan_jobs makes it for the env, but running a CPU test's script (one process per pod)."""
+    (planned,) = render.plan_jobs(
+        ["torch_nccl_allreduce"], load_config(INVENTORY), fabric_env(INVENTORY), workers, "r1", 120
+    )
+    spec = catalog.CATALOG[test]
+    return dataclasses.replace(
+        planned,
+        test=spec.name,
+        name=render.job_name("r1", spec.name),
+        labels=render.job_labels("r1", spec.name),
+        procs_per_worker=1,
+        script=render._torch_script(spec),
+    )
+
+
+def test_a_two_node_pytorchjob_meets_at_the_master_the_operator_names(api: ApiServer, tmp_path: Path) -> None:
+    """Every pod gets only what training-operator v1.8.1 sets; torchrun on both pods must find each other.
+    With Worker replicas alone (no Master) the operator sets no master address or node rank: both pods
+    would be node 0 of their own rendezvous and the job would fail at its deadline."""
+    kube = Kubectl(api.kubeconfig, "pav")
+    job = cpu_job("torch_gloo_allreduce", workers=2)
+    install_pytorchjob_crd(api)
+    for manifest in render.render([job], "pav", render.job_labels("r1", "payload")):
+        jobs.submit(kube, manifest)
+    lines: list[str] = []
+    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=0.2)
+    run_dir = tmp_path / "run"
+    launch = jobs.collect(kube, job, pods, run_dir)
+    assert state == "Succeeded", "\n".join(api.logs.values())[-3000:]
+    assert [(p.role, p.phase) for p in pods] == [("master", "Succeeded"), ("worker", "Succeeded")]
+    master = f"{job.name}-master-0"
+    assert lines[-1] == f"  {job.test}: Succeeded [master-0 Succeeded, worker-0 Succeeded]"
+    env = {e["name"]: e["value"] for e in api.objects("pods")[1]["spec"]["containers"][0]["env"]}
+    assert (env["PET_MASTER_ADDR"], env["PET_NODE_RANK"], env["PET_NNODES"]) == (master, "1", "2")
+    measured, _ = split_gates(load_profile("cpu").get(job.test, []))
+    (result,) = evaluate_launch(launch, run_dir, measured)
+    assert result.status == "pass", result.reason
+    rank0 = run_dir / "hosts" / master / "results" / job.test / f"{job.test}.rank0.json"
+    assert json.loads(rank0.read_text())["world_size"] == 2
+    records = jobs.host_records(job, pods)
+    assert {r.address for r in records.values()} == {"gpu-node-0", "gpu-node-1"}  # one pod per node
+    assert records[master].status == "ok" and records[master].facts["k8s"]["kind"] == "PyTorchJob"
+    assert launch.members == [master, f"{job.name}-worker-0"]
+
+
+def test_teardown_deletes_the_jobs_when_the_mpijob_type_is_not_installed(api: ApiServer) -> None:
+    """A cluster with the PyTorchJob CRD only (install_mpi false, or the MPI operator never installed): real
+    kubectl refuses a delete that names mpijobs, and teardown must still remove what the run made."""
+    kube = Kubectl(api.kubeconfig, "pav")
+    job = cpu_job("torch_gloo_allreduce", workers=1)
+    install_pytorchjob_crd(api)
+    for manifest in render.render([job], "pav", render.job_labels("r1", "payload")):
+        jobs.submit(kube, manifest)
+    selector = f"pav-run-id={render.run_label('r1')}"
+    assert jobs.delete(kube, selector) == f"deleted 2 object(s) labelled {selector}"
+    assert api.objects("pytorchjobs") == [] and api.objects("configmaps", "pav") == []
+    assert api.objects("pods", "pav") == []  # the job's pods went with it (ownerReferences)
