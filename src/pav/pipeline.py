@@ -10,6 +10,7 @@ from pav.context import RunContext
 from pav.errors import Interrupted, PavError
 from pav.platform import Platform, StageFn
 from pav.results import utc_now
+from pav.secrets import scrub
 from pav.stages import report
 
 # Stages a signal stops; collect, report and teardown still run after it.
@@ -25,6 +26,7 @@ def execute(ctx: RunContext, platform: Platform) -> int:
         report.write(ctx)  # once more, so the files show teardown's outcome too
         if platform.finish is not None:
             platform.finish(ctx)
+        scrub.scrub_run(ctx)  # last, on every platform: teardown may still have needed the secrets
     return exit_code(ctx, error)
 
 

@@ -22,12 +22,11 @@ class Platform:
     stages: Mapping[str, StageFn]
     # after a run stage, whether or not --stages asked for it (hosts resolve the inventory after provision)
     after: Mapping[str, Hook] = field(default_factory=dict)
-    finish: Hook | None = None  # after the last report write: close connections, scrub secrets
+    finish: Hook | None = None  # after the last report write (close connections); then the pipeline scrubs
 
 
 def hosts() -> Platform:
     from pav.ansible_exec import close_connections
-    from pav.secrets import scrub
     from pav.stages import collect, configure, isolate, provision, teardown, validate
 
     def facts_without_configure(ctx: RunContext) -> None:
@@ -36,7 +35,6 @@ def hosts() -> Platform:
 
     def finish(ctx: RunContext) -> None:
         close_connections(ctx.run_dir / "ansible")
-        scrub.scrub_run(ctx)  # last: the teardown playbook may still have needed the inventory's secrets
 
     stages = {
         "provision": provision.run, "configure": configure.run, "validate": validate.run,

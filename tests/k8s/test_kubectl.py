@@ -21,6 +21,8 @@ from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.k8s.apiserver import ApiServer
 
+pytestmark = pytest.mark.slow  # torchrun in pods, kubectl calls
+
 INVENTORY = paths.INVENTORIES / "nebius-eu-k8s"
 FILES = paths.ROOT / "roles" / "training_operator" / "files"
 TRAINING_OPERATOR = FILES / "training-operator-v1.8.1" / "training-operator.yaml"

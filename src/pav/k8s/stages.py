@@ -52,7 +52,11 @@ def configure_stage(ctx: RunContext) -> str:
     config = load_config(ctx.env.inventory_dir)
     inventory = ctx.run_dir / "inventory" / "k8s.yml"
     inventory.parent.mkdir(parents=True, exist_ok=True)
-    inventory.write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
+    # The controller's own Python runs the modules: interpreter discovery may find none that works.
+    inventory.write_text(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+        "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n"
+    )
     outcome = run_playbook(
         "configure",
         "k8s.yml",
