@@ -129,3 +129,18 @@ def test_cpu_tests_are_refused_on_k8s() -> None:
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     with pytest.raises(PavError, match="take it out of pav_tests"):
         render.plan_jobs(["torch_gloo_allreduce"], load_config(inventory), fabric_env(inventory), 2, "r1", 60)
+
+
+def test_an_mpijob_whose_worker_failed_before_the_launcher_ends_at_once() -> None:
+    """Under WaitForWorkersReady a worker that died means no launcher ever: following it to the job's
+    deadline would hang the run for the whole test timeout."""
+    inventory = paths.INVENTORIES / "nebius-eu-k8s"
+    (job,) = render.plan_jobs(
+        ["nccl_tests_all_reduce"], load_config(inventory), fabric_env(inventory), 2, "r1", 600
+    )
+    failed = jobs.PodState(f"{job.name}-worker-1", "worker", "Failed", "Error")
+    running = jobs.PodState(f"{job.name}-worker-0", "worker", "Running")
+    assert jobs._worker_failed_before_launch([running, failed])
+    assert not jobs._worker_failed_before_launch(
+        [running, jobs.PodState(f"{job.name}-launcher-x", "launcher", "Running"), failed]
+    )

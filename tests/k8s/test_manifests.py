@@ -4,6 +4,7 @@ CRDs' OpenAPI schemas accept them, and a template that drops what the seeds lear
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import shutil
 from pathlib import Path
@@ -85,7 +86,7 @@ def test_dry_run_writes_every_job(dry_run: dict[str, dict[str, Any]]) -> None:
     kinds = sorted(m["kind"] for m in dry_run.values())
     assert kinds == ["ConfigMap", "MPIJob", "PyTorchJob", "PyTorchJob"]
     payload = next(m for m in dry_run.values() if m["kind"] == "ConfigMap")
-    assert "__main__.py" in payload["data"]
+    assert "__main__.py" in payload["data"] and "gpu_facts____init__.py" in payload["data"]
 
 
 def test_jobs_carry_what_the_seeds_learned(dry_run: dict[str, dict[str, Any]]) -> None:
@@ -93,7 +94,7 @@ def test_jobs_carry_what_the_seeds_learned(dry_run: dict[str, dict[str, Any]]) -
         if job["kind"] == "ConfigMap":
             continue
         assert problems(job) == [], name
-        workers = [t["spec"] for t in pod_templates(job) if "initContainers" in t["spec"]]
+        workers = [t["spec"] for t in pod_templates(job) if t["spec"]["containers"][0]["name"] != "launcher"]
         assert workers, name
         for pod in workers:
             gpu = pod["containers"][0]
@@ -152,7 +153,7 @@ def test_pinned_operator_manifests_pass_kubernetes_schemas(pinned: dict[str, lis
     ("cut", "message"),
     [
         ("pod.shm_mount()", "/dev/shm"),
-        ("pod.init_containers(job)", "memlock"),
+        ("pod.security(job)", "IPC_LOCK"),
         ("pod.gpu_resources(job)", "nvidia.com/gpu"),
     ],
 )
@@ -177,7 +178,7 @@ def test_a_template_that_drops_a_seed_habit_is_refused(
     ("mutate", "message"),
     [
         (lambda pod: pod["volumes"][0]["emptyDir"].pop("medium"), "/dev/shm"),
-        (lambda pod: pod.pop("initContainers"), "memlock"),
+        (lambda pod: pod["containers"][0].pop("securityContext"), "IPC_LOCK"),
         (lambda pod: pod["containers"][0]["resources"]["limits"].pop("nvidia.com/gpu"), "nvidia.com/gpu"),
     ],
 )
@@ -189,3 +190,27 @@ def test_the_policy_check_refuses_an_edited_manifest(
     mutate(job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])
     with pytest.raises(PavError, match=message):
         check_manifest(job, "edited.yaml")
+
+
+def test_mpijob_workers_ready_sshd_and_the_launcher_reaches_them(dry_run: dict[str, dict[str, Any]]) -> None:
+    """mpi-operator v0.6.0 starts workers as `sshd -De` in images with no host keys and no /run/sshd, and
+    sshd's StrictModes refuses the operator's Secret-mounted key; sessions over SSH get a bare PATH."""
+    (mpijob,) = [m for m in dry_run.values() if m["kind"] == "MPIJob"]
+    specs = mpijob["spec"]["mpiReplicaSpecs"]
+    worker = " ".join(specs["Worker"]["template"]["spec"]["containers"][0]["command"])
+    for step in ("ssh-keygen -A", "mkdir -p /run/sshd", "/etc/environment", "exec /usr/sbin/sshd -De",
+                 "StrictModes=no"):  # fmt: skip
+        assert step in worker, step
+    launcher = " ".join(specs["Launcher"]["template"]["spec"]["containers"][0]["command"])
+    assert '"$(command -v mpirun)"' in launcher  # absolute path: orted starts from the same prefix
+    assert "-x PATH -x LD_LIBRARY_PATH" in launcher and "StrictHostKeyChecking=no" in launcher
+
+
+def test_an_rdma_fabric_without_rdma_devices_in_the_pods_is_refused() -> None:
+    inventory = paths.INVENTORIES / ENV
+    config = dataclasses.replace(load_config(inventory), privileged=False)
+    with pytest.raises(PavError, match="k8s_rdma_resource"):
+        render.plan_jobs(TESTS, config, fabric_env(inventory), 2, "r1", 600)
+    config.rdma_resource = "rdma/rdma_shared_device_a"
+    (job, _) = render.plan_jobs(TESTS, config, fabric_env(inventory), 2, "r1", 600)
+    assert job.rdma_resource == "rdma/rdma_shared_device_a"

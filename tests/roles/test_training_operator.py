@@ -101,3 +101,24 @@ def test_fails_clearly_without_allocatable_gpus(tmp_path: Path, gpuless: ApiServ
     assert "no node has 8 nvidia.com/gpu allocatable" in out
     assert "cpu-node-0" in out and "NVIDIA GPU operator namespace: gpu-operator" in out  # what it found
     assert gpuless.objects("customresourcedefinitions") == []  # nothing installed
+
+
+def test_refuses_to_replace_an_mpijob_crd_that_stores_v1(tmp_path: Path, api: ApiServer) -> None:
+    """A stock training-operator's v1 MPIJob CRD with objects stored at v1: applying the MPI operator's
+    v2beta1 CRD over it is refused by the API server (status.storedVersions); the role says what to do."""
+    crd_type = next(r for r in api.store.resources() if r.kind == "CustomResourceDefinition")
+    v1 = {"name": "v1", "served": True, "storage": True}
+    names = {"kind": "MPIJob", "plural": "mpijobs", "singular": "mpijob", "listKind": "MPIJobList"}
+    api.store.put(crd_type, {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                             "metadata": {"name": "mpijobs.kubeflow.org"},
+                             "spec": {"group": "kubeflow.org", "names": names, "scope": "Namespaced",
+                                      "versions": [v1]}})  # fmt: skip
+    manifest = REPO / "roles" / "training_operator" / "files" / "mpi-operator-v0.6.0" / "mpi-operator.yaml"
+    direct = subprocess.run(
+        ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", "-f", str(manifest)],
+        env=api.env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert 'status.storedVersions[0]: Invalid value: "v1": must appear in spec.versions' in direct.stderr
+    rc, out = run_role(tmp_path, api)
+    assert rc != 0
+    assert "stores kubeflow.org/v1 objects" in out and "training_operator_install_mpi" in out

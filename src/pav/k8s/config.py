@@ -38,7 +38,6 @@ class K8sConfig:
     pytorch_image: str
     nccl_tests_image: str
     nccl_tests_dir: str
-    memlock_image: str
     privileged: bool
     rdma_resource: str
     node_selector: dict[str, str] = field(default_factory=dict)

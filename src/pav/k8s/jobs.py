@@ -123,6 +123,8 @@ def follow(
         if line != last:
             echo(line)
             last = line
+        if job.kind == "MPIJob" and _worker_failed_before_launch(pods):
+            return "Failed", pods  # WaitForWorkersReady: no launcher will ever start
         if state in ("Succeeded", "Failed"):
             ended_at = ended_at or time.monotonic()
             settled = all(p.phase not in ("Running", "Pending") for p in pods)
@@ -131,6 +133,11 @@ def follow(
         if time.monotonic() > deadline:
             return "Timeout", pods
         time.sleep(poll_s)
+
+
+def _worker_failed_before_launch(pods: list[PodState]) -> bool:
+    roles = {p.role for p in pods}
+    return "launcher" not in roles and any(p.role == "worker" and p.phase == "Failed" for p in pods)
 
 
 def collect(kubectl: Kubectl, job: Job, pods: list[PodState], run_dir: Path) -> Launch:

@@ -1,8 +1,8 @@
 """What every GPU pod of a rendered job must have, checked before submit (and by the tests on each template).
 
 A pod that lacks one of these still starts, and then runs slow or dies in ways that look like a broken
-fabric: NCCL on a 64 MiB /dev/shm, RDMA registration under the default memlock limit, a worker that
-sees fewer GPUs than the node has.
+fabric: NCCL on a 64 MiB /dev/shm, RDMA registration under the default memlock limit (no IPC_LOCK), a
+worker that sees fewer GPUs than the node has.
 """
 
 from __future__ import annotations
@@ -64,11 +64,15 @@ def _pod_problems(pod: dict[str, Any]) -> list[str]:
         mounts = {m.get("name") for m in c.get("volumeMounts") or [] if m.get("mountPath") == "/dev/shm"}
         if not mounts & shm:
             found.append(f"container {c.get('name')} has no /dev/shm from a memory emptyDir")
-    if not any(_raises_memlock(i) for i in pod.get("initContainers") or []):
-        found.append("no init container raises memlock (ulimit -l unlimited)")
+    for c in containers:
+        if not _may_lock_memory(c):
+            found.append(f"container {c.get('name')} can lock no memory (neither privileged nor IPC_LOCK)")
     return found
 
 
-def _raises_memlock(container: dict[str, Any]) -> bool:
-    text = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
-    return "ulimit" in text and "-Hl unlimited" in text
+def _may_lock_memory(container: dict[str, Any]) -> bool:
+    """RDMA registration and pinned buffers need it in the GPU container itself: a limit raised in an
+    init container does not carry over to the next container."""
+    security = container.get("securityContext") or {}
+    added = (security.get("capabilities") or {}).get("add") or []
+    return bool(security.get("privileged")) or "IPC_LOCK" in added

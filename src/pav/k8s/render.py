@@ -45,12 +45,12 @@ class Job:
     timeout_s: int
     privileged: bool
     rdma_resource: str
-    memlock_image: str
     shm_size: str
     node_selector: dict[str, str] = field(default_factory=dict)
     ttl_seconds_after_finished: int = 600
     clean_pod_policy: str = "None"
     payload_configmap: str = PAYLOAD_CONFIGMAP
+    worker_script: str = ""  # MPIJob workers: ready sshd and run it
 
 
 @dataclass
@@ -89,6 +89,7 @@ def plan_jobs(
     tests: list[str], config: K8sConfig, env: dict[str, str], workers: int, run_id: str, timeout_s: int
 ) -> list[Job]:
     shape = config.node_shape()
+    _require_rdma_devices(config, env)
     jobs = []
     for spec in catalog.select(tests):
         kind = KINDS.get(spec.launcher)
@@ -121,14 +122,25 @@ def plan_jobs(
                 timeout_s=timeout_s,
                 privileged=config.privileged,
                 rdma_resource=config.rdma_resource,
-                memlock_image=config.memlock_image,
                 shm_size=config.shm_size,
                 node_selector={k: str(v) for k, v in config.node_selector.items()},
                 ttl_seconds_after_finished=config.ttl_seconds_after_finished,
                 clean_pod_policy=config.clean_pod_policy,
+                worker_script=SSHD_SCRIPT if kind == "MPIJob" else "",
             )
         )
     return jobs
+
+
+def _require_rdma_devices(config: K8sConfig, env: dict[str, str]) -> None:
+    """An RDMA fabric with pods that cannot open /dev/infiniband: NCCL would quietly fall back to TCP sockets
+    and the bandwidth gates would blame the fabric."""
+    if env.get("NCCL_IB_DISABLE") == "0" and not config.privileged and not config.rdma_resource:
+        raise PavError(
+            "the fabric is RDMA (nccl_env_fabric) but the pods would get no /dev/infiniband: set "
+            "k8s_privileged: true, or k8s_rdma_resource to your RDMA device plugin's resource "
+            "(e.g. rdma/rdma_shared_device_a)"
+        )
 
 
 def _wrap(command: str, spec: TestSpec) -> str:
@@ -154,10 +166,30 @@ def _torch_script(spec: TestSpec) -> str:
     return _wrap(" ".join(a if a == '"$out"' else shlex.quote(a) for a in argv), spec)
 
 
+# mpi-operator v2 starts workers as `sshd -De` and mpirun reaches them over SSH with the operator's key
+# (a Secret mounted at /root/.ssh). Images rarely ship ready for that: no host keys, no /run/sshd, and
+# sshd's StrictModes refuses the Secret's file modes. A session started over SSH also gets a bare PATH
+# and LD_LIBRARY_PATH, so /etc/environment (read by pam_env) carries the image's.
+SSHD_SCRIPT = "\n".join(
+    [
+        "set -e",
+        "mkdir -p /run/sshd",
+        "ssh-keygen -A",
+        'printf "PATH=%s\\nLD_LIBRARY_PATH=%s\\n" "$PATH" "${LD_LIBRARY_PATH:-}" >> /etc/environment',
+        "exec /usr/sbin/sshd -De -o StrictModes=no -o PermitRootLogin=prohibit-password",
+    ]
+)
+# The launcher's ssh: the operator's ConnectionAttempts, and no prompt for the workers' new host keys.
+RSH_ARGS = "-o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+
+
 def _mpi_script(spec: TestSpec, config: K8sConfig, env: dict[str, str], workers: int, gpus: int) -> str:
     binary = f"{config.nccl_tests_dir.rstrip('/')}/{spec.args[0]}"
-    exports = " ".join(f"-x {name}" for name in sorted(env))
-    argv = ["mpirun", "--allow-run-as-root", "-np", str(workers * gpus), "-bind-to", "none"]
+    # PATH and LD_LIBRARY_PATH: the ranks on the workers find the image's CUDA, NCCL and MPI libraries.
+    exports = " ".join(f"-x {name}" for name in ["PATH", "LD_LIBRARY_PATH", *sorted(env)])
+    # mpirun by its absolute path: OpenMPI then starts orted on the workers from the same prefix.
+    argv = ['"$(command -v mpirun)"', "--allow-run-as-root", "-np", str(workers * gpus), "-bind-to", "none"]
+    argv += ["--mca", "plm_rsh_args", shlex.quote(RSH_ARGS)]
     command = " ".join([*argv, exports, shlex.quote(binary), *map(shlex.quote, spec.args[1:]), "-g", "1"])
     return _wrap(command + ' 2>&1 | tee "$out/launcher.log"; test "${PIPESTATUS[0]}" -eq 0', spec)
 

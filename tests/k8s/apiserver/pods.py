@@ -2,7 +2,8 @@
 with only the environment its spec and the operator gave it. Each pod gets its own folder standing in for
 the container's filesystem (/tmp, /opt, /root, /etc/mpi and every volume mount are paths under it; ConfigMap
 and Secret volumes are written there), and a Service's DNS name resolves to 127.0.0.1 (every pod is on this
-host). A daemon container (sshd) is reported Running and left alone."""
+host). A container that runs sshd (an MPIJob worker) is reported Running and never started: it would write
+this machine's /etc/ssh and take its port 22."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ class Kubelet:
         mounts = self._volumes(ns, spec, root)
         main = spec["containers"][0]
         command = [*(main.get("command") or []), *(main.get("args") or [])]
-        if Path(command[0]).name not in ("bash", "sh"):
+        if Path(command[0]).name not in ("bash", "sh") or "sshd" in " ".join(command):
             self._status(ns, name, "Running", running=True)
             return
         for init in spec.get("initContainers") or []:
