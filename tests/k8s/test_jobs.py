@@ -112,17 +112,32 @@ def test_job_state_and_pod_states_from_kubectl_json() -> None:
 
 
 def test_mpijob_launch_names_the_nccl_tests_binary(tmp_path: Path) -> None:
+    """Across nodes (…_multi) the launcher's log is the test's; one node at a time, each worker's node gets
+    the log and rc the launcher printed under that worker's name, and is judged alone."""
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
-    (job,) = render.plan_jobs(
-        ["nccl_tests_all_reduce"], load_config(inventory), fabric_env(inventory), 2, "r1", 60
-    )
-    launch = Launch(job.test, "nccl_tests", "cluster", 60)
+    cluster, host = render.plan_jobs(
+        ["nccl_tests_all_reduce_multi", "nccl_tests_all_reduce"],
+        load_config(inventory), fabric_env(inventory), 2, "r1", 60,
+    )  # fmt: skip
+    assert "-np 16 " in cluster.script and "-x NCCL_IB_HCA" in cluster.script
+    assert cluster.env["NCCL_ALGO"] == "Ring"  # the catalog's env for the test comes along
+    launch = Launch(cluster.test, "nccl_tests", "cluster", 60)
+    launcher = jobs.PodState(f"{cluster.name}-launcher-x7k2p", "launcher", "Succeeded")
+    jobs.save_log(launch, cluster, launcher, "", tmp_path)
     jobs.save_log(
-        launch, job, jobs.PodState(f"{job.name}-launcher-x7k2p", "launcher", "Succeeded"), "", tmp_path
+        launch, cluster, jobs.PodState(f"{cluster.name}-worker-0", "worker", "Succeeded"), "", tmp_path
     )
-    jobs.save_log(launch, job, jobs.PodState(f"{job.name}-worker-0", "worker", "Succeeded"), "", tmp_path)
-    assert launch.argv_by_host == {f"{job.name}-launcher-x7k2p": ["all_reduce_perf"]}
-    assert "-np 16 " in job.script and "-x NCCL_IB_HCA" in job.script
+    assert launch.argv_by_host == {launcher.name: ["all_reduce_perf"]}
+    assert '-np 8 -H "$host:8"' in host.script and "< /etc/mpi/hostfile" in host.script
+    workers = [f"{host.name}-worker-{i}" for i in range(2)]
+    log = "".join(f"=== pav-file {w}/launcher.rc\n0\n=== pav-end\n" for w in workers)
+    log += "=== pav-file launcher.rc\n0\n=== pav-end\n"
+    launch = Launch(host.test, "nccl_tests", host.scope, 60)
+    jobs.save_log(
+        launch, host, jobs.PodState(f"{host.name}-launcher-x7k2p", "launcher", "Succeeded"), log, tmp_path
+    )
+    assert launch.argv_by_host == {w: ["all_reduce_perf"] for w in workers}
+    assert (tmp_path / "hosts" / workers[1] / "results" / host.test / "launcher.rc").read_text() == "0\n"
 
 
 def test_cpu_tests_are_refused_on_k8s() -> None:

@@ -17,6 +17,7 @@ from pav.k8s import jobs, render
 from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
+from pav.results import HostRecord
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.k8s.apiserver import ApiServer
@@ -55,6 +56,7 @@ def cpu_job(test: str, workers: int) -> render.Job:
         labels=render.job_labels("r1", spec.name),
         procs_per_worker=1,
         script=render._torch_script(spec),
+        scope=spec.scope,
     )
 
 
@@ -63,7 +65,7 @@ def test_a_two_node_pytorchjob_meets_at_the_master_the_operator_names(api: ApiSe
     With Worker replicas alone (no Master) the operator sets no master address or node rank: both pods
     would be node 0 of their own rendezvous and the job would fail at its deadline."""
     kube = Kubectl(api.kubeconfig, "pav")
-    job = cpu_job("torch_gloo_allreduce", workers=2)
+    job = cpu_job("torch_gloo_collectives_multi", workers=2)
     install_pytorchjob_crd(api)
     for manifest in render.render([job], "pav", render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
@@ -80,12 +82,14 @@ def test_a_two_node_pytorchjob_meets_at_the_master_the_operator_names(api: ApiSe
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))
     (result,) = evaluate_launch(launch, run_dir, measured)
     assert result.status == "pass", result.reason
-    rank0 = run_dir / "hosts" / master / "results" / job.test / f"{job.test}.rank0.json"
+    rank0 = run_dir / "hosts" / "gpu-node-0" / "results" / job.test / f"{job.test}.rank0.json"
     assert json.loads(rank0.read_text())["world_size"] == 2
-    records = jobs.host_records(job, pods)
-    assert {r.address for r in records.values()} == {"gpu-node-0", "gpu-node-1"}  # one pod per node
-    assert records[master].status == "ok" and records[master].facts["k8s"]["kind"] == "PyTorchJob"
-    assert launch.members == [master, f"{job.name}-worker-0"]
+    hosts: dict[str, HostRecord] = {}
+    jobs.add_host_records(hosts, job, pods)
+    assert sorted(hosts) == ["gpu-node-0", "gpu-node-1"]  # one pod per node, results under the node
+    assert launch.members == ["gpu-node-0", "gpu-node-1"]
+    (master_pod,) = hosts["gpu-node-0"].facts["k8s"]["pods"]
+    assert (master_pod["pod"], master_pod["role"], hosts["gpu-node-0"].status) == (master, "master", "ok")
 
 
 def test_teardown_deletes_the_jobs_when_the_mpijob_type_is_not_installed(api: ApiServer) -> None:
@@ -100,3 +104,22 @@ def test_teardown_deletes_the_jobs_when_the_mpijob_type_is_not_installed(api: Ap
     assert jobs.delete(kube, selector) == f"deleted 2 object(s) labelled {selector}"
     assert api.objects("pytorchjobs") == [] and api.objects("configmaps", "pav") == []
     assert api.objects("pods", "pav") == []  # the job's pods went with it (ownerReferences)
+
+
+def test_a_host_scope_test_measures_each_node_alone(api: ApiServer, tmp_path: Path) -> None:
+    """A host-scope test is one job whose pods each run torchrun --standalone, whatever the operator's PET_*
+    say: one result per node, each a world of its own, as the hosts platform judges it."""
+    kube = Kubectl(api.kubeconfig, "pav")
+    job = cpu_job("torch_gloo_allreduce", workers=2)
+    install_pytorchjob_crd(api)
+    for manifest in render.render([job], "pav", render.job_labels("r1", "payload")):
+        jobs.submit(kube, manifest)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    launch = jobs.collect(kube, job, pods, tmp_path / "run")
+    assert state == "Succeeded", "\n".join(api.logs.values())[-3000:]
+    measured, _ = split_gates(load_profile("cpu").get(job.test, []))
+    results = evaluate_launch(launch, tmp_path / "run", measured)
+    assert [(r.hosts, r.status) for r in results] == [(["gpu-node-0"], "pass"), (["gpu-node-1"], "pass")]
+    for node in ("gpu-node-0", "gpu-node-1"):
+        rank0 = tmp_path / "run" / "hosts" / node / "results" / job.test / f"{job.test}.rank0.json"
+        assert json.loads(rank0.read_text())["world_size"] == 1

@@ -83,8 +83,20 @@ def pod_templates(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_dry_run_writes_every_job(dry_run: dict[str, dict[str, Any]]) -> None:
-    kinds = sorted(m["kind"] for m in dry_run.values())
-    assert kinds == ["ConfigMap", "MPIJob", "PyTorchJob", "PyTorchJob"]
+    """The 2-node dry run plans the VM env's GPU tests, training included, and every nccl-tests op; every
+    PyTorchJob has the Master the operator needs to set a rendezvous up (and one Worker per other node)."""
+    settings = yaml.safe_load((paths.INVENTORIES / ENV / "group_vars" / "all.yml").read_text())
+    by_test = {m["metadata"]["labels"]["pav-test"]: m for m in dry_run.values() if m["kind"] != "ConfigMap"}
+    assert sorted(by_test) == sorted(settings["pav_tests"])
+    ops = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast"}
+    assert {f"nccl_tests_{op}" for op in ops} <= {t for t, m in by_test.items() if m["kind"] == "MPIJob"}
+    assert {"train_gpu_ddp", "train_gpu_fsdp_multi"} <= {
+        t for t, m in by_test.items() if m["kind"] == "PyTorchJob"
+    }
+    for test, job in by_test.items():
+        if job["kind"] == "PyTorchJob":
+            replicas = {r: spec["replicas"] for r, spec in job["spec"]["pytorchReplicaSpecs"].items()}
+            assert replicas == {"Master": 1, "Worker": 1}, test
     payload = next(m for m in dry_run.values() if m["kind"] == "ConfigMap")
     assert "__main__.py" in payload["data"] and "gpu_facts____init__.py" in payload["data"]
 
@@ -195,7 +207,9 @@ def test_the_policy_check_refuses_an_edited_manifest(
 def test_mpijob_workers_ready_sshd_and_the_launcher_reaches_them(dry_run: dict[str, dict[str, Any]]) -> None:
     """mpi-operator v0.6.0 starts workers as `sshd -De` in images with no host keys and no /run/sshd, and
     sshd's StrictModes refuses the operator's Secret-mounted key; sessions over SSH get a bare PATH."""
-    (mpijob,) = [m for m in dry_run.values() if m["kind"] == "MPIJob"]
+    (mpijob,) = [
+        m for m in dry_run.values() if m["metadata"]["labels"]["pav-test"] == "nccl_tests_all_reduce_multi"
+    ]
     specs = mpijob["spec"]["mpiReplicaSpecs"]
     worker = " ".join(specs["Worker"]["template"]["spec"]["containers"][0]["command"])
     for step in ("ssh-keygen -A", "mkdir -p /run/sshd", "/etc/environment", "exec /usr/sbin/sshd -De",

@@ -20,7 +20,7 @@ SECRET = "t0ken-value-the-run-must-not-keep"
 SETTINGS = """\
 pav_platform: k8s
 pav_hosts: 2
-pav_tests: [torch_nccl_allreduce]
+pav_tests: [torch_nccl_allreduce_multi]
 pav_test_timeout_s: 300
 nccl_env_fabric: socket
 """
@@ -51,7 +51,8 @@ def test_a_k8s_run_on_a_fresh_cluster_goes_through_every_stage(tmp_path: Path, a
     }
     (test,) = results["tests"]
     assert test["status"] == "error" and "CUDA is not available" in test["reason"]
-    assert sorted(h["facts"]["k8s"]["role"] for h in results["hosts"].values()) == ["master", "worker"]
+    roles = {node: [p["role"] for p in h["facts"]["k8s"]["pods"]] for node, h in results["hosts"].items()}
+    assert roles == {"gpu-node-0": ["master"], "gpu-node-1": ["worker"]}
     assert api.objects("pytorchjobs") == [] and api.objects("pods", "pav") == []  # teardown deleted them
     kept = [p for p in run_dir.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
     assert kept == []  # Ansible's artifacts held the environment; the pipeline scrubbed them

@@ -141,47 +141,78 @@ def _worker_failed_before_launch(pods: list[PodState]) -> bool:
 
 
 def collect(kubectl: Kubectl, job: Job, pods: list[PodState], run_dir: Path) -> Launch:
-    """Pod logs under k8s/JOB/; result files of the pods that hold them under hosts/POD/results/TEST/."""
+    """Pod logs under k8s/JOB/; result files under hosts/NODE/results/TEST/: a test's results are the
+    node's, whichever pod of whichever job ran there, so a node's runs of two tests meet (a DDP run's
+    scaling against the same node's 1-GPU run) and a bad node is named as such."""
     launcher = "torchrun" if job.kind == "PyTorchJob" else "nccl_tests"
-    launch = Launch(job.test, launcher, "cluster", job.timeout_s)
+    launch = Launch(job.test, launcher, job.scope, job.timeout_s, gates_of=job.gates_of)
+    where = nodes_of(pods)
     for pod in pods:
         container = CONTAINER[job.kind].get(pod.role, "")
         log = kubectl.run("logs", pod.name, "-c", container, check=False) if container else ""
-        save_log(launch, job, pod, log, run_dir)
-    launch.members = [p.name for p in pods if p.role != "launcher"]
+        save_log(launch, job, pod, log, run_dir, where)
+    launch.members = [where[p.name] for p in pods if p.role != "launcher"]
     return launch
+
+
+def nodes_of(pods: list[PodState]) -> dict[str, str]:
+    """Pod -> the node it ran on (the pod's own name while it was never scheduled)."""
+    return {p.name: p.node or p.name for p in pods}
 
 
 POD_STATUS = {"Succeeded": "ok", "Failed": "failed"}
 
 
-def host_records(job: Job, pods: list[PodState]) -> dict[str, HostRecord]:
-    """results.json's hosts on k8s: one per pod, with the node it ran on (what a bad-node hunt needs)."""
-    return {pod.name: _host_record(job, pod) for pod in pods}
+def add_host_records(hosts: dict[str, HostRecord], job: Job, pods: list[PodState]) -> None:
+    """results.json's hosts on k8s: one per node, with every pod that ran there (job, role, phase, reason);
+    a node is failed once any of its pods failed."""
+    for pod in pods:
+        if pod.role == "launcher":
+            continue  # mpirun's pod: no GPU, placed anywhere
+        node = pod.node or pod.name
+        record = hosts.setdefault(
+            node, HostRecord(node, pod.node, "ok", facts={"k8s": {"node": pod.node, "pods": []}})
+        )
+        record.facts["k8s"]["pods"].append(
+            {"pod": pod.name, "job": job.name, "kind": job.kind, "role": pod.role, "phase": pod.phase,
+             "reason": pod.reason}
+        )  # fmt: skip
+        status = POD_STATUS.get(pod.phase, "unknown")
+        if status != "ok" and record.status == "ok":
+            record.status = status
 
 
-def _host_record(job: Job, pod: PodState) -> HostRecord:
-    k8s = {"node": pod.node, "job": job.name, "kind": job.kind, "role": pod.role, "phase": pod.phase,
-           "reason": pod.reason}  # fmt: skip
-    return HostRecord(pod.name, pod.node, POD_STATUS.get(pod.phase, "unknown"), facts={"k8s": k8s})
-
-
-def save_log(launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path) -> None:
-    """The raw log, and for a result-bearing pod (PyTorchJob workers, the MPIJob launcher) its files laid out
-    as roles/collect lays out a host's, so evaluate and report judge them the same way."""
+def save_log(
+    launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path, where: dict[str, str] | None = None
+) -> None:
+    """The raw log, and for a result-bearing pod (PyTorchJob pods, the MPIJob launcher) its files laid out
+    as roles/collect lays out a host's (under the node's name: `where`), so evaluate and report judge them
+    the same way. A file printed as POD/NAME belongs to that pod's node (host-scope nccl-tests, which the
+    launcher runs node by node)."""
+    where = where or {}
     raw = run_dir / "k8s" / job.name
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"{pod.name}.log").write_text(log)
     if pod.role not in RESULT_ROLES[job.kind]:
         return
     own, files = split_log(log)
-    out = run_dir / "hosts" / pod.name / "results" / job.test
-    out.mkdir(parents=True, exist_ok=True)
-    files.setdefault("launcher.log", own)
+    by_host: dict[str, dict[str, str]] = {}
+    per_node = job.kind == "MPIJob" and job.scope == "host"
     for name, text in files.items():
-        (out / Path(name).name).write_text(text)
-    launch.argv_by_host[pod.name] = _argv(job)
-    launch.ranks_by_host[pod.name] = job.procs_per_worker if job.kind == "PyTorchJob" else 0
+        owner, _, rest = name.rpartition("/")
+        if per_node and not owner:
+            continue  # the launcher's own rc and time: its raw log keeps them
+        owner = owner or pod.name
+        by_host.setdefault(where.get(owner, owner), {})[rest] = text
+    if not per_node:
+        by_host.setdefault(where.get(pod.name, pod.name), {}).setdefault("launcher.log", own)
+    for host, host_files in by_host.items():
+        out = run_dir / "hosts" / host / "results" / job.test
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in host_files.items():
+            (out / name).write_text(text)
+        launch.argv_by_host[host] = _argv(job)
+        launch.ranks_by_host[host] = job.procs_per_worker if job.kind == "PyTorchJob" else 0
 
 
 def _argv(job: Job) -> list[str]:

@@ -51,6 +51,9 @@ class Job:
     clean_pod_policy: str = "None"
     payload_configmap: str = PAYLOAD_CONFIGMAP
     worker_script: str = ""  # MPIJob workers: ready sshd and run it
+    # host: every pod tests its own node alone (results per pod); cluster: one world across every node
+    scope: str = "cluster"
+    gates_of: str = ""  # the catalog's: judge by another test's gates
 
 
 @dataclass
@@ -117,7 +120,7 @@ def plan_jobs(
                 cpu=shape.cpu,
                 memory_request=shape.memory_request,
                 memory_limit=shape.memory_limit,
-                env=env,
+                env={**env, **spec.env},
                 script=script,
                 timeout_s=timeout_s,
                 privileged=config.privileged,
@@ -127,6 +130,8 @@ def plan_jobs(
                 ttl_seconds_after_finished=config.ttl_seconds_after_finished,
                 clean_pod_policy=config.clean_pod_policy,
                 worker_script=SSHD_SCRIPT if kind == "MPIJob" else "",
+                scope=spec.scope,
+                gates_of=spec.gates_of,
             )
         )
     return jobs
@@ -153,7 +158,9 @@ def _wrap(command: str, spec: TestSpec) -> str:
             command,
             "rc=$?",
             'echo "$rc" > "$out/launcher.rc"; echo "$start $(date +%s.%N)" > "$out/launcher.time"',
-            f'for f in "$out"/*; do echo "{FILE_MARK}$(basename "$f")"; cat "$f"; echo; echo "{END_MARK}"',
+            # POD/NAME: a file of another pod's node (nccl-tests run per node from the launcher)
+            f'for f in $(cd "$out" && find . -type f | sort); do echo "{FILE_MARK}${{f#./}}"; cat "$out/$f"; '
+            f'echo; echo "{END_MARK}"',
             "done",
             'exit "$rc"',
         ]
@@ -161,8 +168,10 @@ def _wrap(command: str, spec: TestSpec) -> str:
 
 
 def _torch_script(spec: TestSpec) -> str:
-    # torchrun takes --nnodes, --node_rank, --master_addr, ... from the PET_* variables the operator sets.
-    argv = ["torchrun", "-m", "pav_payload", *spec.args, "--out", '"$out"', "--test-id", spec.name]
+    # torchrun takes --nnodes, --node_rank, --master_addr, ... from the PET_* variables the operator sets. A
+    # host-scope test measures each node alone: every pod its own standalone world, whatever those say.
+    alone = ["--standalone", "--nnodes", "1", "--node-rank", "0"] if spec.scope == "host" else []
+    argv = ["torchrun", *alone, "-m", "pav_payload", *spec.args, "--out", '"$out"', "--test-id", spec.name]
     return _wrap(" ".join(a if a == '"$out"' else shlex.quote(a) for a in argv), spec)
 
 
@@ -188,10 +197,25 @@ def _mpi_script(spec: TestSpec, config: K8sConfig, env: dict[str, str], workers:
     # PATH and LD_LIBRARY_PATH: the ranks on the workers find the image's CUDA, NCCL and MPI libraries.
     exports = " ".join(f"-x {name}" for name in ["PATH", "LD_LIBRARY_PATH", *sorted(env)])
     # mpirun by its absolute path: OpenMPI then starts orted on the workers from the same prefix.
-    argv = ['"$(command -v mpirun)"', "--allow-run-as-root", "-np", str(workers * gpus), "-bind-to", "none"]
-    argv += ["--mca", "plm_rsh_args", shlex.quote(RSH_ARGS)]
-    command = " ".join([*argv, exports, shlex.quote(binary), *map(shlex.quote, spec.args[1:]), "-g", "1"])
-    return _wrap(command + ' 2>&1 | tee "$out/launcher.log"; test "${PIPESTATUS[0]}" -eq 0', spec)
+    mpirun = ['"$(command -v mpirun)"', "--allow-run-as-root", "-bind-to", "none"]
+    mpirun += ["--mca", "plm_rsh_args", shlex.quote(RSH_ARGS)]
+    test = " ".join([exports, shlex.quote(binary), *map(shlex.quote, spec.args[1:]), "-g", "1"])
+    if spec.scope == "cluster":
+        command = " ".join([*mpirun, "-np", str(workers * gpus), test])
+        return _wrap(command + ' 2>&1 | tee "$out/launcher.log"; test "${PIPESTATUS[0]}" -eq 0', spec)
+    # Host scope: each node alone, one after the other, its log and rc under the worker pod's name.
+    one = " ".join([*mpirun, "-np", str(gpus), "-H", f'"$host:{gpus}"', test])
+    loop = [
+        "status=0",
+        "while read -r host _; do",
+        '  pod=${host%%.*}; mkdir -p "$out/$pod"; t0=$(date +%s.%N)',
+        f'  {one} < /dev/null > "$out/$pod/launcher.log" 2>&1; r=$?',
+        '  echo "$r" > "$out/$pod/launcher.rc"; echo "$t0 $(date +%s.%N)" > "$out/$pod/launcher.time"',
+        '  [ "$r" -eq 0 ] || status=$r',
+        "done < /etc/mpi/hostfile",
+        'test "$status" -eq 0',
+    ]
+    return _wrap("\n".join(loop), spec)
 
 
 def _environment() -> jinja2.Environment:

@@ -93,7 +93,7 @@ def validate_stage(ctx: RunContext) -> str:
         jobs.submit(kube, by_test[job.test])
         _, pods = jobs.follow(kube, job)
         ctx.launches.append(jobs.collect(kube, job, pods, ctx.run_dir))
-        ctx.results.hosts |= jobs.host_records(job, pods)
+        jobs.add_host_records(ctx.results.hosts, job, pods)
         # Logs taken: the job and its pods go now (cleanPodPolicy None kept them for this), so a job left
         # running past its deadline frees the GPUs for the next one.
         kube.run(
