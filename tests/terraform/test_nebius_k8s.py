@@ -81,6 +81,9 @@ def test_module_declares_the_cluster_and_a_gpu_node_group() -> None:
         "drivers_preset = var.drivers_preset",
         "gpu_cluster          = local.with_cluster ?",
         "public_endpoint = {}",
+        # nvidia.com/gpu appears only with a device plugin (the node image brings the driver alone)
+        'resource "nebius_applications_v1alpha1_k8s_release" "device_plugin"',
+        'product_slug     = "nebius/nvidia-device-plugin"',
     ):
         assert needle in text
 

@@ -121,3 +121,17 @@ resource "nebius_mk8s_v1_node_group" "gpu" {
     ignore_changes = [labels["pav-expires-at"], labels["pav-run-id"]]
   }
 }
+
+# The node image has the driver (drivers_preset), but nothing advertises the GPUs to the kubelet: without a
+# device plugin no node shows nvidia.com/gpu and no job can be scheduled. Nebius' own application, as its
+# solution library installs it for driver-included images.
+resource "nebius_applications_v1alpha1_k8s_release" "device_plugin" {
+  cluster_id = nebius_mk8s_v1_cluster.this.id
+  parent_id  = var.parent_id
+
+  application_name = "nvidia-device-plugin"
+  namespace        = "nvidia-device-plugin"
+  product_slug     = "nebius/nvidia-device-plugin"
+
+  depends_on = [nebius_mk8s_v1_node_group.gpu]
+}
