@@ -15,7 +15,9 @@ def dry_run(ctx: RunContext) -> int:
     rundir.prepare(ctx.run_dir)
     written = stages.render.write(rendered, ctx.run_dir / "manifests")
     lines = [f"env: {ctx.env.name} (platform k8s)", f"run dir: {ctx.run_dir}", "stages:"]
-    lines += [f"  [{'run ' if ctx.wants(s) or s == 'report' else 'skip'}] {s}" for s in STAGES]
+    # No isolate stage on k8s: a failing node is named by the per-node results of host-scope tests.
+    shown = [s for s in STAGES if s != "isolate"]
+    lines += [f"  [{'run ' if ctx.wants(s) or s == 'report' else 'skip'}] {s}" for s in shown]
     lines.append("cluster:")
     if ctx.env.provisions:
         lines.append(
@@ -27,8 +29,12 @@ def dry_run(ctx: RunContext) -> int:
         except PavError as exc:
             lines.append(f"  variables: cannot be set yet: {exc}")
     lines.append(f"  kubeconfig: {provision.kubeconfig_path(ctx.env)}")
-    lines.append("jobs (one at a time, each on every GPU of every node):")
-    lines += [f"  {j.kind:<10} {j.name:<50} {j.workers}x{j.gpus_per_worker} GPU  {j.test}" for j in planned]
+    lines.append("jobs (one at a time, each on every GPU of every node; per node: each pod its own world):")
+    lines += [
+        f"  {j.kind:<10} {j.name:<50} {j.workers}x{j.gpus_per_worker} GPU  "
+        f"{'per node' if j.scope == 'host' else 'across nodes':<12} {j.test}"
+        for j in planned
+    ]
     lines.append(f"manifests ({len(written)}, policy-checked): {ctx.run_dir / 'manifests'}")
     lines += [f"  {p.name}" for p in written]
     print("\n".join(lines), flush=True)
