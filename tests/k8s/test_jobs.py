@@ -121,6 +121,7 @@ def test_mpijob_launch_names_the_nccl_tests_binary(tmp_path: Path) -> None:
     )  # fmt: skip
     assert "-np 16 " in cluster.script and "-x NCCL_IB_HCA" in cluster.script
     assert cluster.env["NCCL_ALGO"] == "Ring"  # the catalog's env for the test comes along
+    assert "-x NCCL_ALGO" in cluster.script  # to every rank on every node
     launch = Launch(cluster.test, "nccl_tests", "cluster", 60)
     launcher = jobs.PodState(f"{cluster.name}-launcher-x7k2p", "launcher", "Succeeded")
     jobs.save_log(launch, cluster, launcher, "", tmp_path)

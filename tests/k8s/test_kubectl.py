@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pav import catalog, paths
+from pav import catalog, cli, paths
+from pav.errors import PavError
 from pav.evaluate import evaluate_launch
-from pav.k8s import jobs, render
+from pav.k8s import jobs, provision, render, stages
 from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
@@ -123,3 +124,27 @@ def test_a_host_scope_test_measures_each_node_alone(api: ApiServer, tmp_path: Pa
     for node in ("gpu-node-0", "gpu-node-1"):
         rank0 = tmp_path / "run" / "hosts" / node / "results" / job.test / f"{job.test}.rank0.json"
         assert json.loads(rank0.read_text())["world_size"] == 1
+
+
+def test_a_failed_delete_never_skips_the_destroy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Teardown of a provisioned cluster whose API does not answer (a port nothing listens on): real kubectl
+    fails the delete, and the destroy still runs before the error is raised. The destroy is recorded, not
+    run: it would need the Nebius API."""
+    monkeypatch.setenv("PAV_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    args = cli.build_parser().parse_args(["--env", "nebius-eu-k8s", "--stages", "teardown", "--run-dir",
+                                          str(tmp_path / "run")])  # fmt: skip
+    ctx = cli.make_context(args)
+    dead = ApiServer(tmp_path / "dead")  # made, never started: its port is closed
+    port = dead.http.server_address[1]
+    dead.http.server_close()
+    kubeconfig = provision.kubeconfig_path(ctx.env)
+    kubeconfig.parent.mkdir(parents=True)
+    kubeconfig.write_text(f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+                          "contexts: [{name: c, context: {cluster: c}}]\ncurrent-context: c\n")  # fmt: skip
+    destroyed: list[str] = []
+    monkeypatch.setattr(provision, "destroy", lambda env: destroyed.append(env.name) or ["cluster"])
+    with pytest.raises(PavError, match="delete them with: kubectl delete") as failed:
+        stages.teardown_stage(ctx)
+    assert destroyed == ["nebius-eu-k8s"] and ctx.results.destroyed == ["cluster"]
+    assert "destroyed 1 resource(s)" in str(failed.value)

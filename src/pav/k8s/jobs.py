@@ -228,8 +228,9 @@ def delete(kubectl: Kubectl, selector: str) -> str:
     """The jobs (their pods go with them) and the payload ConfigMap, by label. Idempotent. Only the job
     types the server has: kubectl refuses a whole delete that names a type it does not know (no MPI
     operator installed, or an install that failed), and teardown must still reach what comes after."""
-    kinds = [*served_job_types(kubectl), "configmaps"]
+    kinds = [*RESOURCE.values(), "configmaps"]
     try:
+        kinds = [*served_job_types(kubectl), "configmaps"]
         out = kubectl.run("delete", ",".join(kinds), "-l", selector, "--ignore-not-found", "--wait=true",
                           timeout_s=300)  # fmt: skip
     except PavError as exc:

@@ -51,7 +51,7 @@ class Job:
     clean_pod_policy: str = "None"
     payload_configmap: str = PAYLOAD_CONFIGMAP
     worker_script: str = ""  # MPIJob workers: ready sshd and run it
-    # host: every pod tests its own node alone (results per pod); cluster: one world across every node
+    # host: every pod tests its own node alone (results per node); cluster: one world across every node
     scope: str = "cluster"
     gates_of: str = ""  # the catalog's: judge by another test's gates
 
@@ -105,7 +105,7 @@ def plan_jobs(
         if kind == "PyTorchJob":
             script = _torch_script(spec)
         else:
-            script = _mpi_script(spec, config, env, workers, shape.gpus)
+            script = _mpi_script(spec, config, {**env, **spec.env}, workers, shape.gpus)
         jobs.append(
             Job(
                 test=spec.name,
