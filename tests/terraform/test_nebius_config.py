@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -268,7 +269,25 @@ def test_module_resources() -> None:
     ):
         assert needle in node
     assert "infiniband_fabric = var.infiniband_fabric" in blocks["nebius_compute_v1_gpu_cluster.this"]
-    assert "timeadd(plantimestamp()" in (MODULE / "main.tf").read_text()
+    assert "timeadd(plantimestamp()" in (MODULE / "checks.tf").read_text()
+
+
+def test_labels_carry_an_expiry_no_label_rule_can_refuse(tmp_path: Path) -> None:
+    """pav-expires-at is UTC as 14 digits (no colon: label-value rules on the server are not known), now
+    plus max_lifetime_hours, and the janitor's `date -u +%Y%m%d%H%M%S` compares with it as text."""
+    root = tmp_path / "labels"
+    root.mkdir()
+    for name in ("variables.tf", "checks.tf"):
+        shutil.copy(MODULE / name, root / name)
+    (root / "outputs.tf").write_text('output "labels" {\n  value = local.labels\n}\n')
+    before = datetime.now(UTC)
+    labels = apply_outputs(init(root), good_module_vars(max_lifetime_hours=6, labels={"team": "infra"}))[
+        "labels"
+    ]
+    assert labels["team"] == "infra" and labels["pav-run-id"] == good_module_vars()["run_id"]
+    assert re.fullmatch(r"\d{14}", labels["pav-expires-at"]), labels
+    expires = datetime.strptime(labels["pav-expires-at"], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    assert timedelta(hours=6) - timedelta(minutes=1) <= expires - before <= timedelta(hours=6, minutes=5)
 
 
 # --- validations and preconditions, evaluated by Terraform ---
@@ -301,6 +320,10 @@ def test_module_good_values_plan(module_checks_root: Path) -> None:
         ({"boot_image_parent_id": "images"}, "boot_image_parent_id must be empty or a project ID"),
         ({"boot_disk_size_gib": 10}, "boot_disk_size_gib must be a whole number from 50 to 16384"),
         ({"boot_disk_type": "SSD"}, "boot_disk_type must be NETWORK_SSD"),
+        (
+            {"boot_disk_type": "NETWORK_SSD_NON_REPLICATED", "boot_disk_size_gib": 200},
+            "boot_disk_size_gib must be a multiple of 93 for NETWORK_SSD_NON_REPLICATED",
+        ),
         ({"ssh_user": "root"}, "ssh_user must be a Linux user name"),
         ({"ssh_user": "Bad User"}, "ssh_user must be a Linux user name"),
         ({"ssh_public_key": "not a key"}, "ssh_public_key must be one OpenSSH public key line"),

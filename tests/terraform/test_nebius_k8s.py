@@ -84,6 +84,10 @@ def test_module_declares_the_cluster_and_a_gpu_node_group() -> None:
         # nvidia.com/gpu appears only with a device plugin (the node image brings the driver alone)
         'resource "nebius_applications_v1alpha1_k8s_release" "device_plugin"',
         'product_slug     = "nebius/nvidia-device-plugin"',
+        # RDMA in pods on a fabric: the network operator, only when the nodes join a GPU cluster
+        'product_slug     = "nebius/nvidia-network-operator"',
+        "count      = local.with_cluster ? 1 : 0",
+        "os                   = local.node_os",
     ):
         assert needle in text
 
@@ -94,6 +98,10 @@ def test_module_declares_the_cluster_and_a_gpu_node_group() -> None:
         ({"k8s_version": "1.31.2"}, "k8s_version must be major.minor"),
         ({"drivers_preset": "nvidia-550"}, "drivers_preset must name a CUDA preset"),
         ({"etcd_cluster_size": 2}, "etcd_cluster_size must be 1 or 3"),
+        (
+            {"boot_disk_type": "NETWORK_SSD_NON_REPLICATED", "boot_disk_size_gib": 100},
+            "boot_disk_size_gib must be a multiple of 93 for NETWORK_SSD_NON_REPLICATED",
+        ),
         ({"infiniband_fabric": ""}, "infiniband_fabric is required for more than one 8-GPU node"),
     ],
 )
@@ -105,6 +113,22 @@ def test_module_rejects_bad_values(checks_root: Path, change: dict[str, Any], me
 def test_module_accepts_good_values(checks_root: Path) -> None:
     rc, text = plan(checks_root, module_vars(drivers_preset="cuda12.8", etcd_cluster_size=3))
     assert rc == 0, text
+    rc, text = plan(
+        checks_root, module_vars(boot_disk_type="NETWORK_SSD_NON_REPLICATED", boot_disk_size_gib=186)
+    )
+    assert rc == 0, text
+
+
+@pytest.mark.parametrize(("preset", "os"), [("cuda12.8", "ubuntu24.04"), ("cuda12", None)])
+def test_node_image_os_follows_the_driver_preset(tmp_path: Path, preset: str, os: str | None) -> None:
+    """The cuda12.8 driver preset exists only on Ubuntu 24.04 node images; the others keep Nebius' default."""
+    root = tmp_path / "os"
+    root.mkdir()
+    for name in ("variables.tf", "checks.tf"):
+        shutil.copy(MODULE / name, root / name)
+    (root / "outputs.tf").write_text('output "node_os" {\n  value = local.node_os\n}\n')
+    outputs = apply_outputs(init(root), module_vars(drivers_preset=preset))
+    assert outputs.get("node_os") == os
 
 
 def test_env_outputs_a_kubeconfig_kubectl_can_use(stub_root: Path, tmp_path: Path) -> None:

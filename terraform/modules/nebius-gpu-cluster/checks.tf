@@ -1,6 +1,15 @@
 # What the inputs imply, and the checks that span several variables. Kept apart from main.tf and free of
 # provider resources, so the tests evaluate them with real Terraform and no Nebius provider.
 locals {
+  # Evaluated at plan time of the create; ignore_changes in main.tf keeps the first value, so re-applies
+  # neither move the expiry nor touch running VMs.
+  # UTC as YYYYMMDDhhmmss: digits only, so no label-value rule can refuse it, and fixed width compares as text.
+  expires_at = formatdate("YYYYMMDDhhmmss", timeadd(plantimestamp(), "${var.max_lifetime_hours}h"))
+  labels = merge(var.labels, {
+    "pav-run-id"     = var.run_id
+    "pav-expires-at" = local.expires_at
+  })
+
   # GPUs per preset, per platform: a pair not listed here is rejected below.
   presets = {
     gpu-h100-sxm = { "8gpu-128vcpu-1600gb" = 8, "1gpu-16vcpu-200gb" = 1 }
@@ -27,6 +36,10 @@ resource "terraform_data" "input_checks" {
     precondition {
       condition     = local.gpus != 8 || var.node_count == 1 || var.infiniband_fabric != ""
       error_message = "infiniband_fabric is required for more than one 8-GPU node: set it to a fabric your GPU quota is on (e.g. fabric-3 in eu-north1)."
+    }
+    precondition {
+      condition     = var.boot_disk_type != "NETWORK_SSD_NON_REPLICATED" || var.boot_disk_size_gib % 93 == 0
+      error_message = "boot_disk_size_gib must be a multiple of 93 for NETWORK_SSD_NON_REPLICATED disks (e.g. 186 or 279), or pick another boot_disk_type."
     }
   }
 }

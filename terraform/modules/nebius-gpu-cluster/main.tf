@@ -1,12 +1,4 @@
 locals {
-  # Evaluated at plan time of the create; ignore_changes below keeps the first value, so re-applies
-  # neither move the expiry nor touch running VMs.
-  expires_at = timeadd(plantimestamp(), "${var.max_lifetime_hours}h")
-  labels = merge(var.labels, {
-    "pav-run-id"     = var.run_id
-    "pav-expires-at" = local.expires_at
-  })
-
   subnet_id     = var.subnet_id != "" ? var.subnet_id : nebius_vpc_v1_subnet.this[0].id
   shared_fs_tag = var.shared_filesystem_size_gib > 0 ? "pav-shared" : ""
 

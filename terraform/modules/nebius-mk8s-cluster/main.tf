@@ -1,11 +1,4 @@
 locals {
-  # Evaluated at plan time of the create; ignore_changes below keeps the first value.
-  expires_at = timeadd(plantimestamp(), "${var.max_lifetime_hours}h")
-  labels = merge(var.labels, {
-    "pav-run-id"     = var.run_id
-    "pav-expires-at" = local.expires_at
-  })
-
   subnet_id = var.subnet_id != "" ? var.subnet_id : nebius_vpc_v1_subnet.this[0].id
 
   # A login for debugging a node by hand; the driver itself only talks to the Kubernetes API.
@@ -113,6 +106,8 @@ resource "nebius_mk8s_v1_node_group" "gpu" {
     gpu_settings = {
       drivers_preset = var.drivers_preset
     }
+    # The cuda12.8 driver preset exists only on Ubuntu 24.04 node images; the others keep the default.
+    os                   = local.node_os
     gpu_cluster          = local.with_cluster ? { id = nebius_compute_v1_gpu_cluster.this[0].id } : null
     cloud_init_user_data = local.cloud_init
   }
@@ -132,6 +127,20 @@ resource "nebius_applications_v1alpha1_k8s_release" "device_plugin" {
   application_name = "nvidia-device-plugin"
   namespace        = "nvidia-device-plugin"
   product_slug     = "nebius/nvidia-device-plugin"
+
+  depends_on = [nebius_mk8s_v1_node_group.gpu]
+}
+
+# InfiniBand inside pods (an RDMA device plugin, as k8s_rdma_resource names it) comes with NVIDIA's network
+# operator: Nebius' application, installed when the nodes join a GPU cluster on a fabric.
+resource "nebius_applications_v1alpha1_k8s_release" "network_operator" {
+  count      = local.with_cluster ? 1 : 0
+  cluster_id = nebius_mk8s_v1_cluster.this.id
+  parent_id  = var.parent_id
+
+  application_name = "network-operator"
+  namespace        = "network-operator"
+  product_slug     = "nebius/nvidia-network-operator"
 
   depends_on = [nebius_mk8s_v1_node_group.gpu]
 }

@@ -103,7 +103,7 @@ variable "boot_disk_type" {
 variable "public_ip" {
   description = "Give every node a public IPv4 address (for SSH when debugging a node; the driver only talks to the Kubernetes API)."
   type        = bool
-  default     = true
+  default     = false
   nullable    = false
 }
 
