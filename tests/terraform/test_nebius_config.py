@@ -28,6 +28,7 @@ pytestmark = pytest.mark.slow  # real Terraform runs
 ROOT = Path(__file__).resolve().parents[2]
 TERRAFORM = ROOT / "terraform"
 MODULE = TERRAFORM / "modules" / "nebius-gpu-cluster"
+CATALOG = TERRAFORM / "modules" / "nebius-catalog"
 ENVS = ("nebius-eu", "nebius-us-h200")
 SIM = TERRAFORM / "envs" / "sim"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl pav-test"
@@ -61,6 +62,16 @@ def _terraform_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
         "TF_CLI_ARGS_apply",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+def copy_module(module: Path, root: Path, names: tuple[str, ...] = ("variables.tf", "checks.tf")) -> Path:
+    """The provider-free files of a cluster module into root, and the catalog module they use beside it
+    (their `source = "../nebius-catalog"`)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(module / name, root / name)
+    shutil.copytree(CATALOG, root.parent / CATALOG.name, dirs_exist_ok=True)
+    return root
 
 
 def tf(cmd: str, root: Path, *args: str) -> tuple[int, str]:
@@ -97,18 +108,14 @@ def good_module_vars(**changes: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def module_checks_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The module's variables and cross-variable checks, alone: everything that needs no provider."""
-    root = tmp_path_factory.mktemp("module-checks")
-    for name in ("variables.tf", "checks.tf"):
-        shutil.copy(MODULE / name, root / name)
-    return init(root)
+    return init(copy_module(MODULE, tmp_path_factory.mktemp("module-checks")))
 
 
 def stub_tree(base: Path, env: str) -> Path:
     """terraform/envs/ENV as it is (less the provider), over the module with FAKE_NODES for main.tf."""
-    stub = base / "terraform" / "modules" / MODULE.name
-    stub.mkdir(parents=True)
-    for name in ("variables.tf", "checks.tf", "outputs.tf"):
-        shutil.copy(MODULE / name, stub / name)
+    stub = copy_module(
+        MODULE, base / "terraform" / "modules" / MODULE.name, ("variables.tf", "checks.tf", "outputs.tf")
+    )
     (stub / "fake_nodes.tf").write_text(FAKE_NODES)
     root = base / "terraform" / "envs" / env
     root.mkdir(parents=True)
@@ -122,12 +129,16 @@ def stub_root(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     return stub_tree(tmp_path_factory.mktemp(request.param), request.param)
 
 
-def good_root_vars(**changes: Any) -> dict[str, Any]:
+# A fabric of each VM env's platform (the module refuses one the catalog knows for another platform).
+FABRICS = {"nebius-eu": "fabric-3", "nebius-us-h200": "us-central1-a"}
+
+
+def good_root_vars(env: str = "nebius-eu", **changes: Any) -> dict[str, Any]:
     values = {
         "nebius_auth": "token",
         "parent_id": "project-e00abc123",
         "node_count": 2,
-        "infiniband_fabric": "fabric-3",
+        "infiniband_fabric": FABRICS[env],
         "ssh_public_key": KEY,
         "run_id": "r1",
     }
@@ -275,10 +286,7 @@ def test_module_resources() -> None:
 def test_labels_carry_an_expiry_no_label_rule_can_refuse(tmp_path: Path) -> None:
     """pav-expires-at is UTC as 14 digits (no colon: label-value rules on the server are not known), now
     plus max_lifetime_hours, and the janitor's `date -u +%Y%m%d%H%M%S` compares with it as text."""
-    root = tmp_path / "labels"
-    root.mkdir()
-    for name in ("variables.tf", "checks.tf"):
-        shutil.copy(MODULE / name, root / name)
+    root = copy_module(MODULE, tmp_path / "labels")
     (root / "outputs.tf").write_text('output "labels" {\n  value = local.labels\n}\n')
     before = datetime.now(UTC)
     labels = apply_outputs(init(root), good_module_vars(max_lifetime_hours=6, labels={"team": "infra"}))[
@@ -314,6 +322,10 @@ def test_module_good_values_plan(module_checks_root: Path) -> None:
         ({"preset": "4gpu-64vcpu-800gb"}, "preset must be 8gpu-128vcpu-1600gb or 1gpu-16vcpu-200gb"),
         ({"infiniband_fabric": "Fabric 3"}, "infiniband_fabric must be empty or a fabric name"),
         ({"infiniband_fabric": ""}, "infiniband_fabric is required for more than one 8-GPU node"),
+        (
+            {"platform": "gpu-h200-sxm", "infiniband_fabric": "fabric-3"},
+            "infiniband_fabric fabric-3 carries gpu-h100-sxm, not gpu-h200-sxm",
+        ),
         ({"name_prefix": "Pav_1"}, "name_prefix must be 2 to 32 characters"),
         ({"subnet_id": "subnet-1"}, "subnet_id must be empty or a subnet ID"),
         ({"boot_image_family": "Ubuntu 22"}, "boot_image_family must be an image family name"),
@@ -364,11 +376,11 @@ def test_sim_root_rejects_bad_values(tmp_path: Path) -> None:
 
 
 def test_env_root_rejects_bad_values_through_the_module(stub_root: Path) -> None:
-    rc, text = plan(stub_root, good_root_vars(node_count=0))
+    rc, text = plan(stub_root, good_root_vars(stub_root.name, node_count=0))
     assert rc != 0 and "node_count must be a whole number from 1 to 64" in text, text
-    rc, text = plan(stub_root, good_root_vars(nebius_auth="password"))
+    rc, text = plan(stub_root, good_root_vars(stub_root.name, nebius_auth="password"))
     assert rc != 0 and "nebius_auth must be token or service_account" in text, text
-    rc, text = plan(stub_root, good_root_vars(preset="2gpu"))
+    rc, text = plan(stub_root, good_root_vars(stub_root.name, preset="2gpu"))
     assert rc != 0 and "preset must be" in text, text
 
 
@@ -382,7 +394,7 @@ def sim_host_keys() -> set[str]:
 
 
 def test_env_hosts_output_has_the_sim_shape(stub_root: Path) -> None:
-    outputs = apply_outputs(stub_root, good_root_vars(name_prefix="pav-t"))
+    outputs = apply_outputs(stub_root, good_root_vars(stub_root.name, name_prefix="pav-t"))
     assert sim_host_keys() == HOST_KEYS
     assert set(outputs["hosts"]) == {"pav-t-0", "pav-t-1"}
     for host in outputs["hosts"].values():
@@ -398,7 +410,9 @@ def test_env_hosts_output_has_the_sim_shape(stub_root: Path) -> None:
 def test_env_one_gpu_private_nodes(stub_root: Path) -> None:
     outputs = apply_outputs(
         stub_root,
-        good_root_vars(name_prefix="pav-s", preset="1gpu-16vcpu-200gb", public_ip=False, node_count=1),
+        good_root_vars(
+            stub_root.name, name_prefix="pav-s", preset="1gpu-16vcpu-200gb", public_ip=False, node_count=1
+        ),
     )
     [host] = outputs["hosts"].values()
     assert host["gpus"] == 1 and host["fabric"] == "socket"

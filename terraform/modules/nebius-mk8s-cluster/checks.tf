@@ -9,18 +9,21 @@ locals {
     "pav-expires-at" = local.expires_at
   })
 
-  # GPUs per preset, per platform: a pair not listed here is rejected below.
-  presets = {
-    gpu-h100-sxm = { "8gpu-128vcpu-1600gb" = 8, "1gpu-16vcpu-200gb" = 1 }
-    gpu-h200-sxm = { "8gpu-128vcpu-1600gb" = 8, "1gpu-16vcpu-200gb" = 1 }
-  }
-  gpus = lookup(lookup(local.presets, var.platform, {}), var.preset, 0)
+  # GPUs of the preset on the platform (0: a pair the catalog does not list, rejected below).
+  gpus = lookup(lookup(module.catalog.presets, var.platform, {}), var.preset, 0)
+  # The platform the chosen fabric is known to carry (the platform itself when the catalog does not know it).
+  fabric_platform = lookup(module.catalog.fabric_platforms, var.infiniband_fabric, var.platform)
+  disk_step_gib   = lookup(module.catalog.disk_size_steps_gib, var.boot_disk_type, 1)
 
   # Only 8-GPU presets have InfiniBand HCAs: only they join a GPU cluster.
   with_cluster = local.gpus == 8 && var.infiniband_fabric != ""
 
   # Node image OS: the cuda12.8 driver preset ships on Ubuntu 24.04 only; null keeps Nebius' default.
   node_os = var.drivers_preset == "cuda12.8" ? "ubuntu24.04" : null
+}
+
+module "catalog" {
+  source = "../nebius-catalog"
 }
 
 # Cross-variable checks as preconditions (variable validations may only name other variables from
@@ -36,8 +39,12 @@ resource "terraform_data" "input_checks" {
       error_message = "infiniband_fabric is required for more than one 8-GPU node: set it to a fabric your GPU quota is on (e.g. fabric-3 in eu-north1)."
     }
     precondition {
-      condition     = var.boot_disk_type != "NETWORK_SSD_NON_REPLICATED" || var.boot_disk_size_gib % 93 == 0
-      error_message = "boot_disk_size_gib must be a multiple of 93 for NETWORK_SSD_NON_REPLICATED disks (e.g. 186 or 279), or pick another boot_disk_type."
+      condition     = var.boot_disk_size_gib % local.disk_step_gib == 0
+      error_message = "boot_disk_size_gib must be a multiple of ${local.disk_step_gib} for ${var.boot_disk_type} disks (e.g. ${2 * local.disk_step_gib} or ${3 * local.disk_step_gib}), or pick another boot_disk_type."
+    }
+    precondition {
+      condition     = !local.with_cluster || local.fabric_platform == var.platform
+      error_message = "infiniband_fabric ${var.infiniband_fabric} carries ${local.fabric_platform}, not ${var.platform}: set a fabric of your platform's region (terraform/modules/nebius-catalog lists the known ones)."
     }
   }
 }
