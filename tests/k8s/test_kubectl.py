@@ -23,7 +23,9 @@ from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.k8s.apiserver import ApiServer
 
-pytestmark = pytest.mark.slow  # torchrun in pods, kubectl calls
+# Slow: torchrun in pods. One xdist worker for every test whose pods run on this machine: a PyTorchJob's
+# Master listens on the operator's port 23456 of loopback, which two such jobs at once would both take.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("k8s-pods")]
 
 INVENTORY = paths.INVENTORIES / "nebius-eu-k8s"
 FILES = paths.ROOT / "roles" / "training_operator" / "files"

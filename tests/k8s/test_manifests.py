@@ -212,12 +212,14 @@ def test_mpijob_workers_ready_sshd_and_the_launcher_reaches_them(dry_run: dict[s
     ]
     specs = mpijob["spec"]["mpiReplicaSpecs"]
     worker = " ".join(specs["Worker"]["template"]["spec"]["containers"][0]["command"])
-    for step in ("ssh-keygen -A", "mkdir -p /run/sshd", "/etc/environment", "exec /usr/sbin/sshd -De",
-                 "StrictModes=no"):  # fmt: skip
+    steps = ("HostKey=/root/.ssh/id_rsa", "mkdir -p /run/sshd", "/etc/environment", "exec /usr/sbin/sshd -De")
+    for step in (*steps, "StrictModes=no"):
         assert step in worker, step
     launcher = " ".join(specs["Launcher"]["template"]["spec"]["containers"][0]["command"])
     assert '"$(command -v mpirun)"' in launcher  # absolute path: orted starts from the same prefix
-    assert "-x PATH -x LD_LIBRARY_PATH" in launcher and "StrictHostKeyChecking=no" in launcher
+    assert "-x PATH -x LD_LIBRARY_PATH" in launcher
+    assert 'echo "* $(cat /root/.ssh/id_rsa.pub)" > /tmp/pav-known-hosts' in launcher  # pinned, checked
+    assert "StrictHostKeyChecking=yes -o UserKnownHostsFile=/tmp/pav-known-hosts" in launcher
 
 
 def test_an_rdma_fabric_without_rdma_devices_in_the_pods_is_refused() -> None:

@@ -14,7 +14,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.k8s.apiserver import ApiServer
 
-pytestmark = pytest.mark.slow  # the whole pipeline, torchrun in two pods
+# Slow: the whole pipeline, torchrun in two pods; on the worker of tests/k8s/test_kubectl.py (port 23456).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("k8s-pods")]
 
 SECRET = "t0ken-value-the-run-must-not-keep"
 SETTINGS = """\

@@ -176,20 +176,25 @@ def _torch_script(spec: TestSpec) -> str:
 
 
 # mpi-operator v2 starts workers as `sshd -De` and mpirun reaches them over SSH with the operator's key
-# (a Secret mounted at /root/.ssh). Images rarely ship ready for that: no host keys, no /run/sshd, and
-# sshd's StrictModes refuses the Secret's file modes. A session started over SSH also gets a bare PATH
-# and LD_LIBRARY_PATH, so /etc/environment (read by pam_env) carries the image's.
+# (the job's Secret: id_rsa, id_rsa.pub and authorized_keys at /root/.ssh). Images rarely ship ready for
+# that: no /run/sshd, and sshd's StrictModes refuses the Secret's file modes. The job's own key is also
+# each worker's host key, so the launcher checks host keys against it (pinned) instead of turning checking
+# off as the operator's base image does. A session started over SSH gets a bare PATH and LD_LIBRARY_PATH,
+# so /etc/environment (read by pam_env) carries the image's.
+SSH_DIR = "/root/.ssh"
 SSHD_SCRIPT = "\n".join(
     [
         "set -e",
         "mkdir -p /run/sshd",
-        "ssh-keygen -A",
         'printf "PATH=%s\\nLD_LIBRARY_PATH=%s\\n" "$PATH" "${LD_LIBRARY_PATH:-}" >> /etc/environment',
-        "exec /usr/sbin/sshd -De -o StrictModes=no -o PermitRootLogin=prohibit-password",
+        "exec /usr/sbin/sshd -De -o StrictModes=no -o PermitRootLogin=prohibit-password "
+        f"-o HostKey={SSH_DIR}/id_rsa",
     ]
 )
-# The launcher's ssh: the operator's ConnectionAttempts, and no prompt for the workers' new host keys.
-RSH_ARGS = "-o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+KNOWN_HOSTS = "/tmp/pav-known-hosts"
+# The launcher's ssh: the operator's ConnectionAttempts, and the workers' host key pinned to the job's key.
+RSH_ARGS = f"-o ConnectionAttempts=10 -o StrictHostKeyChecking=yes -o UserKnownHostsFile={KNOWN_HOSTS}"
+PIN_HOST_KEY = f'echo "* $(cat {SSH_DIR}/id_rsa.pub)" > {KNOWN_HOSTS}'
 
 
 def _mpi_script(spec: TestSpec, config: K8sConfig, env: dict[str, str], workers: int, gpus: int) -> str:
@@ -202,10 +207,13 @@ def _mpi_script(spec: TestSpec, config: K8sConfig, env: dict[str, str], workers:
     test = " ".join([exports, shlex.quote(binary), *map(shlex.quote, spec.args[1:]), "-g", "1"])
     if spec.scope == "cluster":
         command = " ".join([*mpirun, "-np", str(workers * gpus), test])
-        return _wrap(command + ' 2>&1 | tee "$out/launcher.log"; test "${PIPESTATUS[0]}" -eq 0', spec)
+        return _wrap(
+            f'{PIN_HOST_KEY}\n{command} 2>&1 | tee "$out/launcher.log"; test "${{PIPESTATUS[0]}}" -eq 0', spec
+        )
     # Host scope: each node alone, one after the other, its log and rc under the worker pod's name.
     one = " ".join([*mpirun, "-np", str(gpus), "-H", f'"$host:{gpus}"', test])
     loop = [
+        PIN_HOST_KEY,
         "status=0",
         "while read -r host _; do",
         '  pod=${host%%.*}; mkdir -p "$out/$pod"; t0=$(date +%s.%N)',
