@@ -95,10 +95,11 @@ def validate_stage(ctx: RunContext) -> str:
         ctx.launches.append(jobs.collect(kube, job, pods, ctx.run_dir))
         jobs.add_host_records(ctx.results.hosts, job, pods)
         # Logs taken: the job and its pods go now (cleanPodPolicy None kept them for this), so a job left
-        # running past its deadline frees the GPUs for the next one.
-        kube.run(
-            "delete", jobs.RESOURCE[job.kind], job.name, "--ignore-not-found", "--wait=false", check=False
-        )
+        # running past its deadline frees the GPUs for the next one. --keep leaves them for a look.
+        if not ctx.options.keep:
+            kube.run(
+                "delete", jobs.RESOURCE[job.kind], job.name, "--ignore-not-found", "--wait=false", check=False
+            )
     return f"{len(planned)} job(s) ran; logs under {Path('k8s')}/, results under hosts/"
 
 
