@@ -85,12 +85,10 @@ def test_module_declares_the_cluster_and_a_gpu_node_group() -> None:
         "drivers_preset = var.drivers_preset",
         "gpu_cluster          = local.with_cluster ?",
         "public_endpoint = {}",
-        # nvidia.com/gpu appears only with a device plugin (the node image brings the driver alone)
-        'resource "nebius_applications_v1alpha1_k8s_release" "device_plugin"',
-        'product_slug     = "nebius/nvidia-device-plugin"',
-        # RDMA in pods on a fabric: the network operator, only when the nodes join a GPU cluster
-        'product_slug     = "nebius/nvidia-network-operator"',
-        "count      = local.with_cluster ? 1 : 0",
+        # nvidia.com/gpu appears only with a device plugin (the node image brings the driver alone); RDMA
+        # in pods on a fabric needs the network operator, only when the nodes join a GPU cluster
+        'resource "nebius_applications_v1alpha1_k8s_release" "this"',
+        "for_each   = local.applications",
         "os                   = local.node_os",
     ):
         assert needle in text
@@ -127,13 +125,26 @@ def test_module_accepts_good_values(checks_root: Path) -> None:
     assert rc == 0, text
 
 
-@pytest.mark.parametrize(("preset", "os"), [("cuda12.8", "ubuntu24.04"), ("cuda12", None)])
-def test_node_image_os_follows_the_driver_preset(tmp_path: Path, preset: str, os: str | None) -> None:
-    """The cuda12.8 driver preset exists only on Ubuntu 24.04 node images; the others keep Nebius' default."""
+@pytest.mark.parametrize(
+    ("changes", "os", "applications"),
+    [
+        ({"drivers_preset": "cuda12.8"}, "ubuntu24.04", ["network-operator", "nvidia-device-plugin"]),
+        ({"node_count": 1, "infiniband_fabric": ""}, None, ["nvidia-device-plugin"]),
+    ],
+)
+def test_node_image_and_applications_follow_the_inputs(
+    tmp_path: Path, changes: dict[str, Any], os: str | None, applications: list[str]
+) -> None:
+    """The cuda12.8 driver preset exists only on Ubuntu 24.04 node images (the others keep Nebius' default);
+    the device plugin always (nvidia.com/gpu), the network operator when the nodes join a fabric."""
     root = copy_module(MODULE, tmp_path / "os")
-    (root / "outputs.tf").write_text('output "node_os" {\n  value = local.node_os\n}\n')
-    outputs = apply_outputs(init(root), module_vars(drivers_preset=preset))
+    outputs_tf = "".join(
+        f'output "{name}" {{\n  value = local.{name}\n}}\n' for name in ("node_os", "applications")
+    )
+    (root / "outputs.tf").write_text(outputs_tf)
+    outputs = apply_outputs(init(root), module_vars(**changes))
     assert outputs.get("node_os") == os
+    assert sorted(outputs["applications"]) == applications
 
 
 def test_env_outputs_a_kubeconfig_kubectl_can_use(stub_root: Path, tmp_path: Path) -> None:

@@ -20,6 +20,16 @@ locals {
 
   # Node image OS: the cuda12.8 driver preset ships on Ubuntu 24.04 only; null keeps Nebius' default.
   node_os = var.drivers_preset == "cuda12.8" ? "ubuntu24.04" : null
+
+  # Nebius' own applications (name: product), as its solution library installs them:
+  # - the device plugin: the node image has the driver (drivers_preset), but nothing advertises the GPUs
+  #   to the kubelet; without it no node shows nvidia.com/gpu and no job can be scheduled;
+  # - NVIDIA's network operator when the nodes join a GPU cluster on a fabric: InfiniBand inside pods
+  #   comes through its RDMA device plugin (the resource k8s_rdma_resource names).
+  applications = merge(
+    { nvidia-device-plugin = "nebius/nvidia-device-plugin" },
+    local.with_cluster ? { network-operator = "nebius/nvidia-network-operator" } : {},
+  )
 }
 
 module "catalog" {

@@ -117,30 +117,15 @@ resource "nebius_mk8s_v1_node_group" "gpu" {
   }
 }
 
-# The node image has the driver (drivers_preset), but nothing advertises the GPUs to the kubelet: without a
-# device plugin no node shows nvidia.com/gpu and no job can be scheduled. Nebius' own application, as its
-# solution library installs it for driver-included images.
-resource "nebius_applications_v1alpha1_k8s_release" "device_plugin" {
+# Nebius' applications on the cluster (local.applications in checks.tf says which and why).
+resource "nebius_applications_v1alpha1_k8s_release" "this" {
+  for_each   = local.applications
   cluster_id = nebius_mk8s_v1_cluster.this.id
   parent_id  = var.parent_id
 
-  application_name = "nvidia-device-plugin"
-  namespace        = "nvidia-device-plugin"
-  product_slug     = "nebius/nvidia-device-plugin"
-
-  depends_on = [nebius_mk8s_v1_node_group.gpu]
-}
-
-# InfiniBand inside pods (an RDMA device plugin, as k8s_rdma_resource names it) comes with NVIDIA's network
-# operator: Nebius' application, installed when the nodes join a GPU cluster on a fabric.
-resource "nebius_applications_v1alpha1_k8s_release" "network_operator" {
-  count      = local.with_cluster ? 1 : 0
-  cluster_id = nebius_mk8s_v1_cluster.this.id
-  parent_id  = var.parent_id
-
-  application_name = "network-operator"
-  namespace        = "network-operator"
-  product_slug     = "nebius/nvidia-network-operator"
+  application_name = each.key
+  namespace        = each.key
+  product_slug     = each.value
 
   depends_on = [nebius_mk8s_v1_node_group.gpu]
 }
