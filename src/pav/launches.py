@@ -95,8 +95,8 @@ def _host_plan(spec: TestSpec, host: HostView, settings: Settings) -> list[str] 
     if spec.needs_gpu and host.gpus == 0:
         return TestResult(spec.name, [host.name], "skipped", "no GPU")
     if spec.needs_gpu and host.gpus < spec.min_gpus:
-        # One rank has no peer: its collective bus bandwidth is not applicable, never a number.
-        why = f"needs {spec.min_gpus} GPUs, the host has {host.gpus}: one rank's busbw is not applicable"
+        # One rank has no peer: its bus bandwidth or scaling is not applicable, never a number.
+        why = f"needs {spec.min_gpus} GPUs, the host has {host.gpus}: one rank has no peer to measure against"
         return TestResult(spec.name, [host.name], "skipped", why)
     argv = _host_argv(spec, _procs(spec, host, settings))
     if spec.launcher == "nccl_tests":

@@ -54,6 +54,28 @@ def test_without_every_hosts_baseline_the_gate_fails_as_not_measured() -> None:
     assert test.status == "fail" and test.reason == "scaling_efficiency_nodes was not measured"
 
 
+def test_nodes_of_one_gpu_use_their_one_gpu_run() -> None:
+    """A node of one GPU (a machine split into nodes, a 1-GPU VM) skips train_gpu_ddp; its train_gpu_single
+    of the same model is that node's throughput. A DDP run that ran wins over it."""
+    skipped = TestResult("train_gpu_ddp", ["node-0"], "skipped", "needs 2 GPUs, the host has 1")
+    tests = [
+        skipped,
+        TestResult("train_gpu_ddp", ["node-1"], "skipped", "needs 2 GPUs, the host has 1"),
+        train("train_gpu_single", ["node-0"], 40_000.0),
+        train("train_gpu_single", ["node-1"], 32_000.0),
+        train("train_gpu_ddp_multi", HOSTS, 16_000.0),
+    ]
+    _, derived = split_gates(load_profile("h100-sxm-8gpu")["train_gpu_ddp_multi"])
+    add_scaling(tests, {"train_gpu_ddp_multi": derived})
+    assert tests[-1].metrics["scaling_efficiency_nodes"] == 0.5  # over the slower node's 32,000
+    assert tests[-1].status == "fail"
+    tests[0] = train("train_gpu_ddp", ["node-0"], 20_000.0)
+    tests[-1] = train("train_gpu_ddp_multi", HOSTS, 16_000.0)
+    add_scaling(tests, {"train_gpu_ddp_multi": derived})
+    # node-0 by its DDP run (20,000), node-1 by its 1-GPU run (32,000): the slower is 20,000
+    assert tests[-1].metrics["scaling_efficiency_nodes"] == 16_000.0 / 20_000.0
+
+
 def host(name: str, address: str, gpus: int) -> HostView:
     return HostView(name, address, {"gpu": {"count": gpus}, "cpu": {"vcpus": 16}})
 

@@ -14,11 +14,13 @@ BASELINES = {
 }
 # Test across hosts -> (the same training within one host, run on each of them, the throughput compared).
 # Weak scaling: each GPU keeps its batch, so per-GPU throughput across N nodes over the slowest single
-# node's is the efficiency from 1 to N nodes; what it loses is the network between the hosts.
+# node's is the efficiency from 1 to N nodes; what it loses is the network between the hosts. Nodes of one
+# GPU (a machine split into nodes, 1-GPU VMs) run no DDP of their own: their 1-GPU run of the same model
+# is that node's throughput.
 NODE_BASELINES = {
-    "train_gpu_ddp_multi": ("train_gpu_ddp", "tokens_per_s"),
-    "train_gpu_fsdp_multi": ("train_gpu_fsdp", "tokens_per_s"),
-    "ddp_cpu_train_multi": ("ddp_cpu_train", "samples_per_s"),
+    "train_gpu_ddp_multi": (("train_gpu_ddp", "train_gpu_single"), "tokens_per_s"),
+    "train_gpu_fsdp_multi": (("train_gpu_fsdp",), "tokens_per_s"),
+    "ddp_cpu_train_multi": (("ddp_cpu_train",), "samples_per_s"),
 }
 
 
@@ -38,8 +40,8 @@ def add_scaling(tests: list[TestResult], derived_gates: dict[str, list[Gate]]) -
             single = base.metrics.get(f"{throughput}_total") if base and base.status == "pass" else None
             _ratio(test, "scaling_efficiency", test.metrics.get(f"{throughput}_per_rank_min"), single)
         else:
-            base_name, throughput = NODE_BASELINES[test.name]
-            nodes = [by_key.get((base_name, (host,))) for host in test.hosts]
+            base_names, throughput = NODE_BASELINES[test.name]
+            nodes = [_first_run(by_key, base_names, host) for host in test.hosts]
             per_node = [
                 n.metrics.get(f"{throughput}_per_rank_min") if n and n.status == "pass" else None
                 for n in nodes
@@ -51,6 +53,14 @@ def add_scaling(tests: list[TestResult], derived_gates: dict[str, list[Gate]]) -
         failures = [reason for gate in gates if (reason := gate.check(test.metrics))]
         if failures:
             test.status, test.reason = "fail", "; ".join(failures)
+
+
+def _first_run(
+    by_key: dict[tuple[str, tuple[str, ...]], TestResult], names: tuple[str, ...], host: str
+) -> TestResult | None:
+    """The host's own run of the first baseline that was not skipped there (1-GPU hosts skip DDP)."""
+    runs = [by_key.get((name, (host,))) for name in names]
+    return next((r for r in runs if r is not None and r.status != "skipped"), None)
 
 
 def _ratio(test: TestResult, metric: str, measured: float | None, baseline: float | None) -> None:
