@@ -133,6 +133,7 @@ def test_a_failed_delete_never_skips_the_destroy(tmp_path: Path, monkeypatch: py
     fails the delete, and the destroy still runs before the error is raised. The destroy is recorded, not
     run: it would need the Nebius API."""
     monkeypatch.setenv("PAV_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "kube-cache"))  # not the user's ~/.kube/cache
     monkeypatch.delenv("KUBECONFIG", raising=False)
     args = cli.build_parser().parse_args(["--env", "nebius-eu-k8s", "--stages", "teardown", "--run-dir",
                                           str(tmp_path / "run")])  # fmt: skip
