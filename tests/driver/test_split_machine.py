@@ -45,4 +45,8 @@ def test_two_hosts_on_one_machine_run_a_test_across_both(tmp_path: Path) -> None
         log = (run_dir / "hosts" / node / "results" / test["name"] / "launcher.log").read_text()
         assert "killed what the launch left running" not in log, log[-2000:]
     # Each host worked in its own folder (pav_remote_dir templated per host); teardown removed both.
+    teardown = next(
+        s for s in json.loads((run_dir / "results.json").read_text())["stages"] if s["name"] == "teardown"
+    )
+    assert f"removed {nodes}/HOST/runs/" in teardown["detail"] and "on 2 of 2 host(s)" in teardown["detail"]
     assert not nodes.exists() or not any(nodes.rglob("*")), sorted(nodes.rglob("*"))[:5]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pav.context import RunContext
 from pav.stages.playbook import play
 from pav.stages.provision import terraform_env
@@ -19,7 +21,8 @@ def run(ctx: RunContext) -> str:
     outcome = play(ctx, "teardown", "teardown.yml")
     left = sorted(outcome.failed_hosts)
     removed = sorted(h for h, changes in outcome.changes.items() if "Remove the run folder" in changes)
-    where = ctx.remote_run_dir
+    # A folder templated per host (pav_remote_dir with {{ inventory_hostname }}) reads as HOST here.
+    where = re.sub(r"\{\{\s*inventory_hostname\s*\}\}", "HOST", ctx.remote_run_dir)
     said = (
         f"removed {where} on {len(removed)} of {len(ctx.hosts)} host(s)"
         if removed

@@ -21,7 +21,7 @@ import yaml
 
 from tests.k8s.apiserver import builtin
 from tests.k8s.apiserver.controller import Controller
-from tests.k8s.apiserver.http import Handler
+from tests.k8s.apiserver.handler import Handler
 from tests.k8s.apiserver.mpijob import MPIJobController
 from tests.k8s.apiserver.pods import Kubelet
 from tests.k8s.apiserver.pytorchjob import PyTorchJobController
