@@ -13,7 +13,7 @@ import pytest
 
 from pav.results import HostRecord, TestResult, verdict_of
 from pav.thresholds.apply import apply_derived, derive_hosts, gates_record
-from pav.thresholds.derive import SIZE, DerivedGate, Missing, derive_fabric, derive_host
+from pav.thresholds.derive import SIZE, DerivedGate, Missing, NotApplicable, derive_fabric, derive_host
 from pav.thresholds.hardware import normalize_bus_id, rdma_rate, read_hardware
 from pav.thresholds.relative import relative_gates
 
@@ -276,6 +276,32 @@ def test_inter_node_result_is_judged_by_the_fabric_gate() -> None:
     hosts = {"a": HostRecord("a", facts=hgx(8, ports=NDR)), "b": HostRecord("b", facts=hgx(8, ports=NDR))}
     apply_derived([test], derive_hosts(hosts), "auto")
     assert test.status == "fail" and "fabric: busbw_gbps.all_reduce.8589934592 120 GB/s" in test.reason
+
+
+def test_on_a_socket_fabric_no_inter_node_bandwidth_gate_applies_and_the_run_says_so() -> None:
+    """Hosts set up for sockets (nccl_env_fabric: socket, facts.nccl_env) have no RDMA rate to bound the
+    bandwidth between them: the inter-node test is judged without that gate, and says why. Hosts set up for
+    InfiniBand without an active port are still a missing fact (an error), not this."""
+    socket = {**hgx(8), "nccl_env": {"fabric": "socket"}}
+    gate = derive_fabric(
+        [read_hardware("a", socket), read_hardware("b", socket)], "torch_nccl_allreduce_multi"
+    )
+    assert isinstance(gate, NotApplicable) and "the fabric is sockets" in gate.why
+    metrics = {"busbw_gbps": {"all_reduce": {str(SIZE): 3.4}}, "wrong_total": 0}
+    test = TestResult(
+        "torch_nccl_allreduce_multi", ["a", "b"], "pass", metrics=metrics, threshold={"gates": []}
+    )
+    hosts = {"a": HostRecord("a", facts=socket), "b": HostRecord("b", facts=socket)}
+    apply_derived([test], derive_hosts(hosts), "auto")
+    assert test.status == "pass", test.reason
+    assert test.threshold["not_applicable"] == [
+        {"metric": f"busbw_gbps.all_reduce.{SIZE}", "not_applicable": gate.why}
+    ]
+    infiniband = {**hgx(8), "nccl_env": {"fabric": "infiniband"}}
+    gate = derive_fabric(
+        [read_hardware("a", infiniband), read_hardware("b", socket)], "torch_nccl_allreduce_multi"
+    )
+    assert isinstance(gate, Missing)
 
 
 def test_cpu_hosts_get_no_derived_gates() -> None:

@@ -17,6 +17,7 @@ from pav.thresholds.derive import (
     INTER_NODE,
     Derived,
     Missing,
+    NotApplicable,
     derive_fabric,
     derive_host,
     fractions,
@@ -84,6 +85,8 @@ def render(hardware: list[HostHardware], table: dict[str, list[Derived]]) -> str
 def _line(d: Derived) -> str:
     if isinstance(d, Missing):
         return f"  {d.test:<28} {d.metric:<34} MISSING: {d.fact}"
+    if isinstance(d, NotApplicable):
+        return f"  {d.test:<28} {d.metric:<34} no gate: {d.why}"
     return (
         f"  {d.test:<28} {d.metric:<34} >= {d.min:<9.4g} = {d.fraction:g} x {d.limit:<8.4g} "
         f"{d.part}: {d.source}"

@@ -32,6 +32,7 @@ def save_facts(ctx: RunContext, outcome: PlaybookOutcome) -> None:
         "torch_payload_gpu_facts": "gpus",  # NVML per-GPU facts and Xid lines (pav_payload facts)
         "nccl_tests_info": "nccl_tests",
         "mpi_info": "mpi",
+        "nccl_env_info": "nccl_env",
     }
     for name, found in outcome.facts.items():
         facts = dict(found.get("preflight_facts", {}))

@@ -17,6 +17,7 @@ from pav.thresholds.derive import (
     Derived,
     DerivedGate,
     Missing,
+    NotApplicable,
     derive_fabric,
     derive_host,
 )
@@ -100,6 +101,9 @@ def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) ->
     checked = [g.check(test.metrics) for g in gates if isinstance(g, DerivedGate)]
     test.threshold.setdefault("gates", []).extend(checked)
     failures = [c["reason"] for c in checked if c["status"] != "pass"]
+    ruled_out = [g for g in gates if isinstance(g, NotApplicable)]
+    if ruled_out:
+        test.threshold["not_applicable"] = [g.describe() for g in ruled_out]
     missing = [g for g in gates if isinstance(g, Missing)]
     if missing:
         test.threshold["missing"] = sorted({m.fact for m in missing})

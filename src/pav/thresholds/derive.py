@@ -91,7 +91,20 @@ class Missing:
         return {"metric": self.metric, "missing": self.fact}
 
 
-Derived = DerivedGate | Missing
+@dataclass(frozen=True)
+class NotApplicable:
+    """A gate the setup rules out on purpose (an inter-node bandwidth gate where the fabric is sockets):
+    recorded with why, neither a pass nor a missing fact."""
+
+    test: str
+    metric: str
+    why: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"metric": self.metric, "not_applicable": self.why}
+
+
+Derived = DerivedGate | Missing | NotApplicable
 
 
 @dataclass(frozen=True)
@@ -133,6 +146,11 @@ def derive_host(hw: HostHardware) -> list[Derived]:
 def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
     """A test across hosts is bounded by the slowest host's RDMA ports (NCCL_ALGO=Ring)."""
     metric = f"{INTER_NODE[test]}.{SIZE}"
+    if hosts and all(h.fabric == "socket" for h in hosts):
+        why = (
+            "the fabric is sockets (nccl_env_fabric: socket): no RDMA rate bounds the bandwidth between hosts"
+        )
+        return NotApplicable(test, metric, why)
     lacking = [h.host for h in hosts if not h.rdma_gbps]
     if lacking:
         fact = (

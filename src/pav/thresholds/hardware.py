@@ -39,6 +39,7 @@ class HostHardware:
     source_missing: list[str] = field(default_factory=list)  # what the fact source said it could not read
     rdma_gbps: float | None = None  # active InfiniBand (else RoCE) ports' rate per direction, GB/s
     rdma_ports: int = 0
+    fabric: str = ""  # nccl_env_fabric the host was set up for (infiniband | roce | socket); "" unknown
 
     @property
     def model(self) -> str:
@@ -57,15 +58,16 @@ class HostHardware:
 def read_hardware(host: str, facts: dict[str, Any]) -> HostHardware:
     nvml = facts.get("gpus") if isinstance(facts.get("gpus"), dict) else None
     rdma_gbps, ports = rdma_rate(facts.get("rdma", {}).get("ports") or [])
+    fabric = str((facts.get("nccl_env") or {}).get("fabric", ""))
     if nvml and nvml.get("devices"):
         gpus = [_gpu_from_nvml(d) for d in nvml["devices"]]
         missing = [str(m) for m in nvml.get("missing") or []]
-        return HostHardware(host, gpus, str(nvml.get("source", "nvml")), missing, rdma_gbps, ports)
+        return HostHardware(host, gpus, str(nvml.get("source", "nvml")), missing, rdma_gbps, ports, fabric)
     rows = facts.get("gpu", {}).get("devices") or []
     gpus = [_gpu_from_preflight(i, row) for i, row in enumerate(rows)]
     source = "preflight" if gpus else "none"
     missing = [str(m) for m in (nvml or {}).get("missing") or []]
-    return HostHardware(host, gpus, source, missing, rdma_gbps, ports)
+    return HostHardware(host, gpus, source, missing, rdma_gbps, ports, fabric)
 
 
 def _gpu_from_nvml(dev: dict[str, Any]) -> Gpu:
