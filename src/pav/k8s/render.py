@@ -235,34 +235,32 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def payload_files() -> dict[str, str]:
+PAYLOAD_PACKAGE = paths.PAYLOAD / "pav_payload"
+
+
+def payload_modules() -> dict[str, Path]:
     """pav_payload's modules by ConfigMap key. A key cannot hold "/", so a subpackage's module is
-    "gpu_facts__nvml.py"; payload_items maps each key back to its path in the mounted folder."""
-    package = paths.PAYLOAD / "pav_payload"
-    return {_key(p.relative_to(package)): p.read_text() for p in sorted(package.rglob("*.py"))}
-
-
-def payload_items() -> list[dict[str, str]]:
-    package = paths.PAYLOAD / "pav_payload"
-    return [{"key": _key(p.relative_to(package)), "path": p.relative_to(package).as_posix()}
-            for p in sorted(package.rglob("*.py"))]  # fmt: skip
-
-
-def _key(relative: Path) -> str:
-    return "__".join(relative.parts)
+    "gpu_facts__nvml.py"; the pod's volume items map each key back to its path in the mounted folder."""
+    return {
+        "__".join(p.relative_to(PAYLOAD_PACKAGE).parts): p.relative_to(PAYLOAD_PACKAGE)
+        for p in sorted(PAYLOAD_PACKAGE.rglob("*.py"))
+    }
 
 
 def render(jobs: list[Job], namespace: str, labels: dict[str, str] | None = None) -> list[Manifest]:
     env = _environment()
     manifests: list[Manifest] = []
+    modules = payload_modules()  # once: the ConfigMap's keys and every PyTorchJob's volume items
+    items = [{"key": key, "path": path.as_posix()} for key, path in modules.items()]
     if any(j.kind == "PyTorchJob" for j in jobs):
+        files = {key: (PAYLOAD_PACKAGE / path).read_text() for key, path in modules.items()}
         text = env.get_template("payload-configmap.yaml.j2").render(
-            name=PAYLOAD_CONFIGMAP, namespace=namespace, labels=labels or {}, files=payload_files()
+            name=PAYLOAD_CONFIGMAP, namespace=namespace, labels=labels or {}, files=files
         )
         manifests.append(Manifest("00-payload-configmap.yaml", "ConfigMap", text))
     for i, job in enumerate(jobs, start=1):
         template = "pytorchjob.yaml.j2" if job.kind == "PyTorchJob" else "mpijob-nccl-tests.yaml.j2"
-        text = env.get_template(template).render(job=asdict(job), payload_items=payload_items())
+        text = env.get_template(template).render(job=asdict(job), payload_items=items)
         manifest = Manifest(f"{i:02d}-{job.kind.lower()}-{job.test}.yaml", job.kind, text, job.test)
         check_manifest(manifest.body, manifest.name)
         manifests.append(manifest)
