@@ -1,13 +1,19 @@
-"""Environments: inventories/NAME/ (hosts + group_vars), plus terraform/envs/NAME/ if it provisions."""
+"""Environments: inventories/NAME/ (hosts + group_vars); an env that provisions names its Terraform root
+(terraform/envs/ROOT) and the values it fixes in inventories/NAME/provision.yml."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pav import paths
 from pav.errors import PavError
+from pav.yamlfile import load_mapping
+
+PROVISION_FILE = "provision.yml"
+_PROVISION_KEYS = {"terraform_root", "values", "defaults"}
 
 
 @dataclass(frozen=True)
@@ -16,6 +22,9 @@ class EnvSpec:
     inventory_dir: Path
     hosts_file: Path | None  # a static inventory; None when Terraform provides the hosts
     terraform_dir: Path | None
+    # What provision.yml fixes for the root (region, platform) and what it only defaults.
+    terraform_values: dict[str, Any] = field(default_factory=dict)
+    terraform_defaults: dict[str, Any] = field(default_factory=dict)
 
     @property
     def state_name(self) -> str:
@@ -44,14 +53,35 @@ def resolve_env(name: str) -> EnvSpec:
             f"unknown env '{name}'; known envs: {known} (or pass --inventory FILE for your own hosts)"
         )
     hosts = inventory_dir / "hosts.yml"
-    tf = paths.TERRAFORM / "envs" / name
-    if not hosts.is_file() and not tf.is_dir():
-        raise PavError(f"env '{name}' has no hosts: add {hosts}, or a Terraform root {tf} that creates them")
+    provision = inventory_dir / PROVISION_FILE
+    if provision.is_file():
+        return _provisioned(name, inventory_dir, provision)
+    if not hosts.is_file():
+        raise PavError(
+            f"env '{name}' has no hosts: add {hosts} or {provision} naming the Terraform root to make them"
+        )
+    return EnvSpec(name=name, inventory_dir=inventory_dir, hosts_file=hosts, terraform_dir=None)
+
+
+def _provisioned(name: str, inventory_dir: Path, path: Path) -> EnvSpec:
+    data = load_mapping(path)
+    unknown = sorted(set(data) - _PROVISION_KEYS)
+    if unknown:
+        raise PavError(f"{path}: unknown key {unknown[0]!r}; it takes {', '.join(sorted(_PROVISION_KEYS))}")
+    root = paths.TERRAFORM / "envs" / str(data.get("terraform_root", ""))
+    if not data.get("terraform_root") or not (root / "main.tf").is_file():
+        known = ", ".join(sorted(p.name for p in (paths.TERRAFORM / "envs").iterdir() if p.is_dir()))
+        raise PavError(f"{path}: terraform_root must name a folder of terraform/envs ({known})")
+    for key in ("values", "defaults"):
+        if not isinstance(data.get(key, {}), dict):
+            raise PavError(f"{path}: {key} must be a mapping of Terraform values")
     return EnvSpec(
         name=name,
         inventory_dir=inventory_dir,
-        hosts_file=hosts if hosts.is_file() else None,
-        terraform_dir=tf if tf.is_dir() else None,
+        hosts_file=None,
+        terraform_dir=root,
+        terraform_values=dict(data.get("values", {})),
+        terraform_defaults=dict(data.get("defaults", {})),
     )
 
 

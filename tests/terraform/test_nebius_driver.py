@@ -17,10 +17,12 @@ from typing import Any
 import paramiko
 import pytest
 
+from pav.envs import resolve_env
 from pav.errors import PavError
 from pav.provisioning import nebius
 from pav.provisioning.hosts import ProvisionedHost
 from pav.terraform import Terraform
+from tests.terraform.tftree import cut
 
 ROOT = Path(__file__).resolve().parents[2]
 SA = {
@@ -109,23 +111,28 @@ def values_file(tmp_path: Path, text: str) -> Path:
     return path
 
 
+EU = resolve_env("nebius-eu")
+
+
 def make_vars(tmp_path: Path, text: str, hosts: int = 2, **env: str) -> dict[str, Any]:
-    return nebius.variables(
+    """The values the root gets (checked: nebius_auth beside them)."""
+    variables = nebius.variables(
         tmp_path / "state",
-        "nebius-eu",
+        EU,
         hosts,
         values_file(tmp_path, text),
         environ={"NEBIUS_IAM_TOKEN": TOKEN, **env},
     )
+    assert set(variables) == {"nebius_auth", "values"} and variables["nebius_auth"] == "token"
+    return variables["values"]
 
 
 def test_missing_file_names_it_and_parent_id(tmp_path: Path) -> None:
     with pytest.raises(PavError) as exc:
-        nebius.variables(
-            tmp_path / "state", "nebius-eu", 2, tmp_path / "none.yml", environ={"NEBIUS_IAM_TOKEN": "x"}
-        )
+        nebius.variables(tmp_path / "state", EU, 2, tmp_path / "none.yml", environ={"NEBIUS_IAM_TOKEN": "x"})
     text = one_line_error(exc)
     assert str(tmp_path / "none.yml") in text and "parent_id" in text and "PAV_TFVARS" in text
+    assert "copy inventories/nebius-eu/terraform.yml.example there" in text
 
 
 @pytest.mark.parametrize(
@@ -171,7 +178,7 @@ def test_variables_from_file_and_driver(tmp_path: Path) -> None:
     )
     assert values["parent_id"] == "project-e00a" and values["infiniband_fabric"] == "fabric-6"
     assert values["node_count"] == 2 and values["max_lifetime_hours"] == 4
-    assert values["nebius_auth"] == "token"
+    assert values["region"] == "eu-north1" and values["platform"] == "gpu-h100-sxm"  # provision.yml's
     assert values["ssh_public_key"].startswith("ssh-ed25519 ") and values["ssh_public_key"].endswith(
         " pav-nebius-eu"
     )
@@ -183,16 +190,16 @@ def test_variables_from_file_and_driver(tmp_path: Path) -> None:
     assert again["ssh_public_key"] == values["ssh_public_key"]  # one key per state dir
     assert again["name_prefix"] == values["name_prefix"] and again["max_lifetime_hours"] == 12
     other = nebius.variables(
-        tmp_path / "other", "nebius-eu", 1, tmp_path / "terraform.yml", environ={"NEBIUS_IAM_TOKEN": "x"}
-    )
+        tmp_path / "other", EU, 1, tmp_path / "terraform.yml", environ={"NEBIUS_IAM_TOKEN": "x"}
+    )["values"]
     assert other["name_prefix"] != values["name_prefix"]  # two state dirs never share names
 
 
 def test_pav_tfvars_points_at_the_file(tmp_path: Path) -> None:
     path = values_file(tmp_path, "parent_id: project-e00b\n")
     values = nebius.variables(
-        tmp_path / "state", "nebius-eu", 1, environ={"NEBIUS_IAM_TOKEN": "x", "PAV_TFVARS": str(path)}
-    )
+        tmp_path / "state", EU, 1, environ={"NEBIUS_IAM_TOKEN": "x", "PAV_TFVARS": str(path)}
+    )["values"]
     assert values["parent_id"] == "project-e00b"
     assert nebius.tfvars_path("nebius-eu", {}) == ROOT / "inventories" / "nebius-eu" / "terraform.yml"
 
@@ -204,18 +211,19 @@ def test_a_token_pasted_into_the_values_file_is_refused(tmp_path: Path) -> None:
     assert "NEBIUS_IAM_TOKEN" in text and TOKEN not in text
 
 
-@pytest.mark.parametrize("env", ["nebius-eu", "nebius-us-h200"])
+@pytest.mark.parametrize("env", ["nebius-eu", "nebius-us-h200", "nebius-eu-k8s"])
 def test_example_values_file_is_accepted(tmp_path: Path, env: str) -> None:
     """The example with every optional line uncommented: all keys known, all types right."""
-    lines = (ROOT / "terraform" / "envs" / env / "terraform.yml.example").read_text().splitlines()
-    text = "\n".join(ln[2:] if re.match(r"# [a-z_]+:( |$)", ln) else ln for ln in lines)
+    spec = resolve_env(env)
+    lines = (spec.inventory_dir / "terraform.yml.example").read_text().splitlines()
+    text = "\n".join(ln[2:] if re.match(r"# [a-z0-9_]+:( |$)", ln) else ln for ln in lines)
     text = text.replace("#   team: infra", "  team: infra")
     path = values_file(tmp_path, text)
-    data = nebius.load_user_values(path, env)
-    assert set(data) == set(nebius.USER_KEYS)
+    data = nebius.load_user_values(path, spec)
+    assert set(data) == set(nebius.USER_KEYS[spec.terraform_dir.name])  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("env", ["nebius-eu", "nebius-us-h200"])
+@pytest.mark.parametrize("env", ["nebius-eu", "nebius-eu-k8s"])
 def test_token_never_reaches_variables_or_var_file(
     tmp_path: Path, env: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -230,18 +238,19 @@ def test_token_never_reaches_variables_or_var_file(
         tmp_path, "parent_id: project-e00a\ninfiniband_fabric: fabric-3\nlabels: {team: infra}\n"
     )
     state = tmp_path / "state"
-    values = nebius.variables(state, env, 3, path, run_id="20260101T000000Z-" + env)
-    assert TOKEN not in json.dumps(values)
+    spec = resolve_env(env)
+    variables = nebius.variables(state, spec, 3, path, run_id="20260101T000000Z-" + env)
+    assert TOKEN not in json.dumps(variables)
     root = tmp_path / "root"
     root.mkdir()
-    shutil.copy(ROOT / "terraform" / "envs" / env / "variables.tf", root / "variables.tf")
+    assert spec.terraform_dir is not None
+    shutil.copy(spec.terraform_dir / "variables.tf", root / "variables.tf")
+    versions = (spec.terraform_dir / "versions.tf").read_text()  # less the provider
+    (root / "versions.tf").write_text(cut(cut(versions, "required_providers"), 'provider "nebius"'))
     (root / "outputs.tf").write_text('output "auth" {\n  value = var.nebius_auth\n}\n')
-    (root / "versions.tf").write_text(
-        'terraform {\n  backend "local" {}\n}\n'
-    )  # the root's, less the provider
     tf = Terraform(root, state)
     tf.init()
-    tf.apply(values)
+    tf.apply(variables)
     assert tf.outputs() == {"auth": "token"}
     written = [p for p in state.rglob("*") if p.is_file()]
     assert tf.var_file in written

@@ -7,6 +7,7 @@ from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.k8s import provision, stages
 from pav.k8s.stages import manifests, workers
+from pav.provisioning import nebius
 
 
 def dry_run(ctx: RunContext) -> int:
@@ -24,7 +25,7 @@ def dry_run(ctx: RunContext) -> int:
             f"  Nebius Managed Kubernetes, {workers(ctx)} GPU node(s), Terraform root {ctx.env.terraform_dir}"
         )
         try:
-            preview = provision.preview(ctx.env, workers(ctx))
+            preview = nebius.preview(ctx.env, workers(ctx))
             lines += ["  variables:", *(f"    {k} = {v}" for k, v in sorted(preview.items()))]
         except PavError as exc:
             lines.append(f"  variables: cannot be set yet: {exc}")

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pav import interrupts, paths
+from pav.envs import EnvSpec
 from pav.errors import PavError
 from pav.provisioning.hosts import ProvisionedHost
 from pav.provisioning.ssh import open_client
@@ -34,28 +35,38 @@ _SA_HINT = {
 _TOKEN_HOW = f"export {TOKEN}=$(nebius iam get-access-token)"
 
 DEFAULT_LIFETIME_HOURS = 12
-# Keys a user may set in the values file, with their YAML types. Everything else is refused, so a typo
-# fails here instead of being dropped by Terraform with a warning.
-USER_KEYS: dict[str, type] = {
+# Keys a user may set in the values file, with their YAML types, by Terraform root: the keys
+# terraform/modules/nebius-spec reads for that kind of cluster. Everything else is refused, so a typo
+# fails here instead of being dropped by Terraform's type conversion.
+_COMMON_KEYS: dict[str, type] = {
     "parent_id": str,
     "infiniband_fabric": str,
     "subnet_id": str,
     "preset": str,
     "name_prefix": str,
-    "boot_image_family": str,
-    "boot_image_parent_id": str,
     "boot_disk_size_gib": int,
     "boot_disk_type": str,
     "public_ip": bool,
     "ssh_user": str,
+    "shared_filesystem_id": str,
     "shared_filesystem_size_gib": int,
     "shared_filesystem_type": str,
     "shared_filesystem_mount": str,
     "labels": dict,
     "max_lifetime_hours": int,
 }
+USER_KEYS: dict[str, dict[str, type]] = {
+    "nebius-vm": {**_COMMON_KEYS, "boot_image_family": str, "boot_image_parent_id": str},
+    "nebius-mk8s": {
+        **_COMMON_KEYS,
+        "k8s_version": str,
+        "drivers_preset": str,
+        "etcd_cluster_size": int,
+        "system_node_count": int,
+    },
+}
 REQUIRED_KEYS = ("parent_id",)
-DRIVER_KEYS = ("node_count", "ssh_public_key", "run_id", "nebius_auth")
+DRIVER_KEYS = ("node_count", "ssh_public_key", "run_id", "nebius_auth", "values")
 
 
 @dataclass(frozen=True)
@@ -114,7 +125,7 @@ def lifetime_hours(user: Mapping[str, Any], max_hours: int | None) -> Any:
 
 def variables(
     state_dir: Path,
-    env_name: str,
+    env: EnvSpec,
     hosts: int,
     tfvars_file: Path | None = None,
     *,
@@ -122,49 +133,78 @@ def variables(
     environ: Mapping[str, str] | None = None,
     max_hours: int | None = None,
 ) -> dict[str, Any]:
-    """The env root's variables: the user's values, plus what the driver owns. Never a credential."""
-    env = os.environ if environ is None else environ
-    auth = auth_mode(env)  # first: nothing is made for a run that cannot authenticate
+    """The root's variables: nebius_auth, and values = the env's, the user's and the driver's. Never a
+    credential."""
+    environ = os.environ if environ is None else environ
+    auth = auth_mode(environ)  # first: nothing is made for a run that cannot authenticate
     if not 1 <= hosts <= 64:
         raise PavError(f"--hosts {hosts}: a Nebius env makes 1 to 64 nodes")
-    path = tfvars_file or tfvars_path(env_name, env)
-    user = load_user_values(path, env_name)
-    _refuse_secrets(user, path, env)
+    path = tfvars_file or tfvars_path(env.name, environ)
+    user = load_user_values(path, env)
+    _refuse_secrets(user, path, environ)
     digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()
-    return {
+    values = {
         # Two state dirs in one project must not collide on names (VMs, disks, networks).
         "name_prefix": f"pav-{digest[:6]}",
+        **env.terraform_defaults,
         **user,
+        **env.terraform_values,
         "max_lifetime_hours": lifetime_hours(user, max_hours),
         "node_count": hosts,
-        "ssh_public_key": ssh_public_key(state_dir, env_name),
-        "run_id": run_id or f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{env_name}",
-        "nebius_auth": auth,
+        "ssh_public_key": ssh_public_key(state_dir, env.name),
+        "run_id": run_id or f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{env.name}",
+    }
+    return {"nebius_auth": auth, "values": values}
+
+
+def preview(env: EnvSpec, hosts: int, max_hours: int | None = None) -> dict[str, Any]:
+    """What apply would pass, without side effects (no key made); raises naming what is missing."""
+    check_credentials(os.environ)
+    path = tfvars_path(env.name, os.environ)
+    user = load_user_values(path, env)
+    return {
+        **env.terraform_defaults,
+        **user,
+        **env.terraform_values,
+        "max_lifetime_hours": lifetime_hours(user, max_hours),
+        "node_count": hosts,
+        "values_file": str(path),
     }
 
 
-def load_user_values(path: Path, env_name: str) -> dict[str, Any]:
+def load_user_values(path: Path, env: EnvSpec) -> dict[str, Any]:
+    example = env.inventory_dir / "terraform.yml.example"
     if not path.is_file():
         raise PavError(
-            f"{path}: no such file; copy terraform/envs/{env_name}/terraform.yml.example there and set "
-            "parent_id, or point PAV_TFVARS at your file"
+            f"{path}: no such file; copy {_shown(example)} there and set parent_id, or point PAV_TFVARS at "
+            "your file"
         )
+    allowed = USER_KEYS[env.terraform_dir.name if env.terraform_dir else ""]
     data = load_mapping(path)
     for key, value in data.items():
         if key in DRIVER_KEYS:
             raise PavError(f"{path}: {key} is set by the driver; remove that key")
-        if key not in USER_KEYS:
-            raise PavError(
-                f"{path}: unknown key {key!r}; see terraform/envs/{env_name}/terraform.yml.example"
-            )
-        if not _is_kind(value, USER_KEYS[key]):
-            raise PavError(f"{path}: {key} must be {_KIND[USER_KEYS[key]]}, got {value!r}; fix that key")
+        if key in env.terraform_values:
+            fixed_by = _shown(env.inventory_dir / "provision.yml")
+            raise PavError(f"{path}: {key} is fixed by {fixed_by} for env {env.name}; remove that key")
+        if key not in allowed:
+            raise PavError(f"{path}: unknown key {key!r}; see {_shown(example)}")
+        if not _is_kind(value, allowed[key]):
+            raise PavError(f"{path}: {key} must be {_KIND[allowed[key]]}, got {value!r}; fix that key")
     for key in REQUIRED_KEYS:
         if not data.get(key):
             raise PavError(f"{path}: {key} is required (your Nebius project ID, project-...); add that key")
     if not str(data["parent_id"]).startswith("project-"):
         raise PavError(f"{path}: parent_id must be a project ID (project-...), got {data['parent_id']!r}")
     return data
+
+
+def _shown(path: Path) -> str:
+    """A path of the checkout as users see it in the docs (inventories/...), others as they are."""
+    try:
+        return str(path.relative_to(paths.ROOT))
+    except ValueError:
+        return str(path)
 
 
 _KIND = {str: "a string", int: "a whole number", bool: "true or false", dict: "a mapping of string to string"}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pav import interrupts
+from pav.envs import EnvSpec
 from pav.errors import PavError
 from pav.provisioning import nebius, sim
 from pav.provisioning.hosts import ProvisionedHost, host_vars, parse_hosts
@@ -18,16 +19,24 @@ from pav.terraform import Terraform
 
 @dataclass
 class TerraformEnv:
-    name: str
+    env: EnvSpec
     root: Path
     state: Path
     max_hours: int | None = None  # --max-hours: the pav-expires-at label's lifetime, over the values file's
 
     @classmethod
-    def for_env(cls, name: str, root: Path, max_hours: int | None = None) -> TerraformEnv:
-        if max_hours is not None and not name.startswith("nebius-"):
-            raise PavError(f"--max-hours labels cloud resources; env {name} makes none (use a nebius-* env)")
-        return cls(name, root, state_dir(name), max_hours)
+    def for_env(cls, env: EnvSpec, max_hours: int | None = None) -> TerraformEnv:
+        assert env.terraform_dir is not None
+        cloud = env.terraform_dir.name.startswith("nebius-")
+        if max_hours is not None and not cloud:
+            raise PavError(
+                f"--max-hours labels cloud resources; env {env.name} makes none (use a nebius-* env)"
+            )
+        return cls(env, env.terraform_dir, state_dir(env.name), max_hours)
+
+    @property
+    def name(self) -> str:
+        return self.env.name
 
     @property
     def terraform(self) -> Terraform:
@@ -39,25 +48,21 @@ class TerraformEnv:
 
     @property
     def nebius(self) -> bool:
-        return self.name.startswith("nebius-")
+        return self.root.name.startswith("nebius-")
 
     def variables(self, hosts: int) -> dict[str, Any]:
-        if self.name == "sim":
+        if self.root.name == "sim":
             return sim.variables(self.state, hosts)
         if self.nebius:
-            return nebius.variables(self.state, self.name, hosts, max_hours=self.max_hours)
+            return nebius.variables(self.state, self.env, hosts, max_hours=self.max_hours)
         raise PavError(f"env {self.name}: no Terraform variables are defined for it in pav.provisioning")
 
     def preview_variables(self, hosts: int) -> dict[str, Any]:
         """What apply would pass, made without side effects (no key generated); secrets are never in it."""
-        if self.name == "sim":
+        if self.root.name == "sim":
             return sim.preview_variables(self.state, hosts)
         if self.nebius:
-            nebius.check_credentials(os.environ)
-            path = nebius.tfvars_path(self.name, os.environ)
-            user = nebius.load_user_values(path, self.name)
-            lifetime = nebius.lifetime_hours(user, self.max_hours)
-            return {**user, "max_lifetime_hours": lifetime, "node_count": hosts, "values_file": str(path)}
+            return nebius.preview(self.env, hosts, self.max_hours)
         return self.variables(hosts)
 
     def private_key(self) -> Path:
@@ -94,6 +99,6 @@ class TerraformEnv:
             nebius.refresh_auth(self.terraform.var_file, os.environ)
         destroyed = self.terraform.destroy()
         self.known_hosts.unlink(missing_ok=True)
-        if self.name == "sim":
+        if self.root.name == "sim":
             sim.subnet_file(self.state).unlink(missing_ok=True)  # free: the next cluster probes again
         return destroyed

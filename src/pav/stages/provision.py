@@ -13,7 +13,7 @@ from pav.results import HostRecord
 
 def terraform_env(ctx: RunContext) -> TerraformEnv:
     assert ctx.env.terraform_dir is not None
-    return TerraformEnv.for_env(ctx.env.name, ctx.env.terraform_dir, ctx.options.max_hours)
+    return TerraformEnv.for_env(ctx.env, ctx.options.max_hours)
 
 
 def run(ctx: RunContext) -> str:

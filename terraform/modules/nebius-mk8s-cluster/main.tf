@@ -1,73 +1,47 @@
-locals {
-  subnet_id = var.subnet_id != "" ? var.subnet_id : nebius_vpc_v1_subnet.this[0].id
+# Managed Kubernetes: a control plane, a fixed GPU node group (one job worker per node, all its GPUs),
+# a small CPU node group for system pods, and Nebius' applications that make GPUs and InfiniBand usable.
+module "base" {
+  source = "../nebius-base"
+  kind   = "mk8s"
+  values = var.values
+}
 
-  # A login for debugging a node by hand; the driver itself only talks to the Kubernetes API.
-  cloud_init = "#cloud-config\n${yamlencode({
-    users = [{
-      name                = var.ssh_user
-      sudo                = "ALL=(ALL) NOPASSWD:ALL"
-      shell               = "/bin/bash"
-      ssh_authorized_keys = [trimspace(var.ssh_public_key)]
-    }]
-  })}"
+locals {
+  v = module.base.spec.values
+
+  # Node image OS: the cuda12.8 driver preset ships on Ubuntu 24.04 only; null keeps Nebius' default.
+  node_os = local.v.drivers_preset == "cuda12.8" ? "ubuntu24.04" : null
+
+  # Nebius' own applications (name: product), as its solution library installs them:
+  # - the device plugin: the node image has the driver (drivers_preset), but nothing advertises the GPUs
+  #   to the kubelet; without it no node shows nvidia.com/gpu and no job can be scheduled;
+  # - NVIDIA's network operator when the nodes join a GPU cluster on a fabric: InfiniBand inside pods
+  #   comes through its RDMA device plugin (the resource k8s_rdma_resource names).
+  applications = merge(
+    { nvidia-device-plugin = "nebius/nvidia-device-plugin" },
+    module.base.spec.with_cluster ? { network-operator = "nebius/nvidia-network-operator" } : {},
+  )
+
+  # Only pods that tolerate it (the jobs, the GPU daemons) land on GPU nodes, while a CPU node group is
+  # there to take the system pods; without one, nothing may keep them off.
+  gpu_taints = local.v.system_node_count > 0 ? [{ key = "nvidia.com/gpu", value = "true", effect = "NO_SCHEDULE" }] : []
 
   # What outputs.tf reads.
-  cluster_id     = nebius_mk8s_v1_cluster.this.id
   endpoint       = try(nebius_mk8s_v1_cluster.this.status.control_plane.endpoints.public_endpoint, "")
   ca_certificate = try(nebius_mk8s_v1_cluster.this.status.control_plane.auth.cluster_ca_certificate, "")
-  gpu_cluster_id = local.with_cluster ? nebius_compute_v1_gpu_cluster.this[0].id : ""
-}
-
-resource "nebius_vpc_v1_network" "this" {
-  count     = var.subnet_id == "" ? 1 : 0
-  parent_id = var.parent_id
-  name      = "${var.name_prefix}-net"
-  labels    = local.labels
-
-  lifecycle {
-    ignore_changes = [labels["pav-expires-at"], labels["pav-run-id"]]
-  }
-}
-
-resource "nebius_vpc_v1_subnet" "this" {
-  count      = var.subnet_id == "" ? 1 : 0
-  parent_id  = var.parent_id
-  name       = "${var.name_prefix}-subnet"
-  network_id = nebius_vpc_v1_network.this[0].id
-  labels     = local.labels
-
-  ipv4_private_pools = {
-    use_network_pools = true
-  }
-
-  lifecycle {
-    ignore_changes = [labels["pav-expires-at"], labels["pav-run-id"]]
-  }
-}
-
-resource "nebius_compute_v1_gpu_cluster" "this" {
-  count             = local.with_cluster ? 1 : 0
-  parent_id         = var.parent_id
-  name              = "${var.name_prefix}-${var.infiniband_fabric}"
-  infiniband_fabric = var.infiniband_fabric
-  labels            = local.labels
-
-  lifecycle {
-    ignore_changes = [labels["pav-expires-at"], labels["pav-run-id"]]
-  }
-
-  depends_on = [terraform_data.input_checks]
+  cluster_id     = nebius_mk8s_v1_cluster.this.id
+  gpu_cluster_id = try(module.base.gpu_cluster.id, "")
 }
 
 resource "nebius_mk8s_v1_cluster" "this" {
-  parent_id = var.parent_id
-  name      = "${var.name_prefix}-k8s"
-  labels    = local.labels
+  parent_id = local.v.parent_id
+  name      = "${local.v.name_prefix}-k8s"
+  labels    = module.base.spec.labels
 
   control_plane = {
-    subnet_id         = local.subnet_id
-    version           = var.k8s_version
-    etcd_cluster_size = var.etcd_cluster_size
+    subnet_id         = module.base.subnet_id
+    version           = local.v.k8s_version
+    etcd_cluster_size = local.v.etcd_cluster_size
     # The driver runs kubectl from outside the VPC.
     endpoints = {
       public_endpoint = {}
@@ -77,39 +51,38 @@ resource "nebius_mk8s_v1_cluster" "this" {
   lifecycle {
     ignore_changes = [labels["pav-expires-at"], labels["pav-run-id"]]
   }
-
-  depends_on = [terraform_data.input_checks]
 }
 
 # Fixed size: every job has one worker per node and takes all of its GPUs, so autoscaling has nothing to do.
 resource "nebius_mk8s_v1_node_group" "gpu" {
   parent_id        = nebius_mk8s_v1_cluster.this.id
-  name             = "${var.name_prefix}-gpu"
-  labels           = local.labels
-  version          = var.k8s_version
-  fixed_node_count = var.node_count
+  name             = "${local.v.name_prefix}-gpu"
+  labels           = module.base.spec.labels
+  version          = local.v.k8s_version
+  fixed_node_count = local.v.node_count
 
   template = {
     resources = {
-      platform = var.platform
-      preset   = var.preset
+      platform = local.v.platform
+      preset   = local.v.preset
     }
     boot_disk = {
-      type           = var.boot_disk_type
-      size_gibibytes = var.boot_disk_size_gib
+      type           = local.v.boot_disk_type
+      size_gibibytes = local.v.boot_disk_size_gib
     }
     network_interfaces = [{
-      subnet_id         = local.subnet_id
-      public_ip_address = var.public_ip ? {} : null
+      subnet_id         = module.base.subnet_id
+      public_ip_address = local.v.public_ip ? {} : null
     }]
-    # The node image comes with this NVIDIA driver and CUDA: the GPU operator then needs no driver container.
+    # The node image comes with this NVIDIA driver and CUDA: the device plugin needs no driver container.
     gpu_settings = {
-      drivers_preset = var.drivers_preset
+      drivers_preset = local.v.drivers_preset
     }
-    # The cuda12.8 driver preset exists only on Ubuntu 24.04 node images; the others keep the default.
     os                   = local.node_os
-    gpu_cluster          = local.with_cluster ? { id = nebius_compute_v1_gpu_cluster.this[0].id } : null
-    cloud_init_user_data = local.cloud_init
+    gpu_cluster          = module.base.gpu_cluster
+    taints               = local.gpu_taints
+    filesystems          = module.base.filesystems
+    cloud_init_user_data = module.base.user_data
   }
 
   lifecycle {
@@ -117,15 +90,44 @@ resource "nebius_mk8s_v1_node_group" "gpu" {
   }
 }
 
-# Nebius' applications on the cluster (local.applications in checks.tf says which and why).
+# CoreDNS, the operators' controllers and MPIJob launchers: on GPU nodes they would take a GPU host's
+# CPU and memory from the job and keep the node from draining.
+resource "nebius_mk8s_v1_node_group" "system" {
+  count            = local.v.system_node_count > 0 ? 1 : 0
+  parent_id        = nebius_mk8s_v1_cluster.this.id
+  name             = "${local.v.name_prefix}-system"
+  labels           = module.base.spec.labels
+  version          = local.v.k8s_version
+  fixed_node_count = local.v.system_node_count
+
+  template = {
+    resources = {
+      platform = module.base.spec.system_nodes.platform
+      preset   = module.base.spec.system_nodes.preset
+    }
+    boot_disk = {
+      type           = "NETWORK_SSD"
+      size_gibibytes = module.base.spec.system_nodes.disk_gib
+    }
+    network_interfaces = [{
+      subnet_id = module.base.subnet_id
+    }]
+  }
+
+  lifecycle {
+    ignore_changes = [labels["pav-expires-at"], labels["pav-run-id"]]
+  }
+}
+
+# Nebius' applications on the cluster (local.applications says which and why).
 resource "nebius_applications_v1alpha1_k8s_release" "this" {
   for_each   = local.applications
   cluster_id = nebius_mk8s_v1_cluster.this.id
-  parent_id  = var.parent_id
+  parent_id  = local.v.parent_id
 
   application_name = each.key
   namespace        = each.key
   product_slug     = each.value
 
-  depends_on = [nebius_mk8s_v1_node_group.gpu]
+  depends_on = [nebius_mk8s_v1_node_group.gpu, nebius_mk8s_v1_node_group.system]
 }

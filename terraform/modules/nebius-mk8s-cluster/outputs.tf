@@ -1,6 +1,5 @@
-# Reads only variables and locals (local.cluster_id, local.endpoint, local.ca_certificate and
-# local.gpu_cluster_id from main.tf; local.gpus from checks.tf), so the tests evaluate it with a fake
-# cluster and no provider.
+# Reads the spec and main.tf's locals (cluster_id, endpoint, ca_certificate, gpu_cluster_id) only, so the
+# tests evaluate it over a fake cluster.
 
 output "cluster_id" {
   description = "ID of the Managed Kubernetes cluster (mk8scluster-...)."
@@ -14,7 +13,7 @@ output "gpu_cluster_id" {
 
 output "gpus_per_node" {
   description = "nvidia.com/gpu each node of the GPU node group offers."
-  value       = local.gpus
+  value       = module.base.spec.gpus
 }
 
 # No secret in it: kubectl gets a short-lived IAM token for each call, from NEBIUS_IAM_TOKEN when it is set
@@ -24,16 +23,16 @@ output "kubeconfig" {
   value = yamlencode({
     apiVersion      = "v1"
     kind            = "Config"
-    current-context = var.name_prefix
+    current-context = local.v.name_prefix
     clusters = [{
-      name = var.name_prefix
+      name = local.v.name_prefix
       cluster = {
         server                     = startswith(local.endpoint, "https://") ? local.endpoint : "https://${local.endpoint}"
         certificate-authority-data = base64encode(local.ca_certificate)
       }
     }]
     users = [{
-      name = var.name_prefix
+      name = local.v.name_prefix
       user = {
         exec = {
           apiVersion = "client.authentication.k8s.io/v1beta1"
@@ -48,8 +47,8 @@ output "kubeconfig" {
       }
     }]
     contexts = [{
-      name    = var.name_prefix
-      context = { cluster = var.name_prefix, user = var.name_prefix }
+      name    = local.v.name_prefix
+      context = { cluster = local.v.name_prefix, user = local.v.name_prefix }
     }]
   })
 }

@@ -1,5 +1,4 @@
-# Reads only variables and locals (local.nodes, local.gpu_cluster_id from main.tf; local.gpus and
-# local.fabric from checks.tf), so the tests evaluate it with fake nodes and no provider.
+# Reads local.nodes, local.gpu_cluster_id (main.tf) and the spec only, so the tests evaluate it over fake nodes.
 
 # The same host map shape every env's Terraform returns; the driver turns it into the inventory.
 output "hosts" {
@@ -8,12 +7,12 @@ output "hosts" {
     for n in local.nodes : n.name => {
       name = n.name
       # Without public IPs the controller reaches the nodes on their private addresses.
-      public_ip  = split("/", var.public_ip ? n.public : n.private)[0]
+      public_ip  = split("/", local.v.public_ip ? n.public : n.private)[0]
       private_ip = split("/", n.private)[0]
-      ssh_user   = var.ssh_user
+      ssh_user   = local.v.ssh_user
       ssh_port   = 22
-      gpus       = local.gpus
-      fabric     = local.fabric
+      gpus       = module.base.spec.gpus
+      fabric     = module.base.spec.fabric
     }
   }
 }
