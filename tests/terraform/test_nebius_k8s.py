@@ -133,6 +133,32 @@ def test_env_outputs_a_kubeconfig_kubectl_can_use(stub_root: Path, tmp_path: Pat
     credential = json.loads(out.stdout)
     assert credential["kind"] == "ExecCredential" and credential["status"]["token"] == "t1.fake-token"
     assert "t1.fake-token" not in path.read_text()
+    # Service-account mode: no token in the environment; the nebius CLI's profile for the account gives it.
+    # (The CLI is not installed here: a script answers the one call the plugin makes, only as it is made.)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nebius").write_text(
+        '#!/bin/sh\n[ "$*" = "iam get-access-token --profile pav sa" ] && echo t1.from-profile || exit 3\n'
+    )
+    (bin_dir / "nebius").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "PAV_NEBIUS_PROFILE": "pav sa"}
+    out = subprocess.run([exec_["command"], *exec_["args"]], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["status"]["token"] == "t1.from-profile"
+
+
+def test_service_account_mode_needs_a_cli_profile_for_kubectl(tmp_path: Path) -> None:
+    """Terraform takes the service account's key; kubectl cannot: the run stops before anything exists."""
+    pem = tmp_path / "key.pem"
+    pem.write_text("-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n")
+    sa = {"NEBIUS_SERVICE_ACCOUNT_ID": "serviceaccount-e00a", "NEBIUS_PUBLIC_KEY_ID": "publickey-e00a"}
+    sa["NEBIUS_PRIVATE_KEY_FILE"] = str(pem)
+    with pytest.raises(PavError) as exc:
+        provision.check_kubectl_auth(sa)
+    assert "\n" not in str(exc.value)
+    assert "PAV_NEBIUS_PROFILE" in str(exc.value) and "nebius profile create" in str(exc.value)
+    provision.check_kubectl_auth({**sa, "PAV_NEBIUS_PROFILE": "pav-sa"})
+    provision.check_kubectl_auth({"NEBIUS_IAM_TOKEN": "t1.x"})
 
 
 def test_driver_values_file_is_checked_key_by_key(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pav import rundir
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
@@ -25,6 +27,7 @@ def dry_run(ctx: RunContext) -> int:
             f"  Nebius Managed Kubernetes, {workers(ctx)} GPU node(s), Terraform root {ctx.env.terraform_dir}"
         )
         try:
+            provision.check_kubectl_auth(os.environ)
             preview = nebius.preview(ctx.env, workers(ctx))
             lines += ["  variables:", *(f"    {k} = {v}" for k, v in sorted(preview.items()))]
         except PavError as exc:

@@ -4,6 +4,7 @@ kubeconfig the driver writes into the state dir. Without a Terraform root, KUBEC
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,26 @@ def kubeconfig_path(env: EnvSpec) -> Path:
     return state_dir(env.name) / "kubeconfig"
 
 
+# kubectl's token in service-account mode: the kubeconfig's exec plugin asks the nebius CLI, with the
+# profile this names (one made for the service account: `nebius profile create --service-account-file`).
+CLI_PROFILE = "PAV_NEBIUS_PROFILE"
+
+
+def check_kubectl_auth(environ: Mapping[str, str]) -> None:
+    """Terraform takes a service account's key itself; kubectl cannot, so say so before anything exists."""
+    if nebius.auth_mode(environ) != "service_account" or environ.get(CLI_PROFILE, "").strip():
+        return
+    raise PavError(
+        f"kubectl needs a token the service account's key cannot give it directly: make a nebius CLI profile "
+        f"for the service account (nebius iam auth-public-key generate --service-account-id SA --output "
+        f"creds.json; nebius profile create --endpoint api.nebius.cloud --service-account-file creds.json "
+        f"--profile NAME) and set {CLI_PROFILE}=NAME, or set NEBIUS_IAM_TOKEN"
+    )
+
+
 def apply(env: EnvSpec, workers: int, run_id: str, max_hours: int | None = None) -> Path:
     assert env.terraform_dir is not None
+    check_kubectl_auth(os.environ)
     state = state_dir(env.name)
     variables = nebius.variables(state, env, workers, run_id=run_id, max_hours=max_hours)
     tf = Terraform(env.terraform_dir, state)
@@ -34,7 +53,8 @@ def apply(env: EnvSpec, workers: int, run_id: str, max_hours: int | None = None)
 
 
 def write_kubeconfig(outputs: dict[str, Any], path: Path) -> Path:
-    """The root's kubeconfig output (no secret in it: kubectl gets a token through the nebius CLI)."""
+    """The root's kubeconfig output (no secret in it: each kubectl call gets a token from NEBIUS_IAM_TOKEN or
+    the nebius CLI)."""
     text = outputs.get("kubeconfig")
     if not isinstance(text, str) or "clusters" not in (yaml.safe_load(text) or {}):
         raise PavError("the Terraform root has no kubeconfig output; the cluster may not have come up")

@@ -16,8 +16,9 @@ output "gpus_per_node" {
   value       = module.base.spec.gpus
 }
 
-# No secret in it: kubectl gets a short-lived IAM token for each call, from NEBIUS_IAM_TOKEN when it is set
-# (as for Terraform), else from the nebius CLI's profile. The driver writes it to STATE/kubeconfig.
+# No secret in it: each kubectl call gets a short-lived IAM token from NEBIUS_IAM_TOKEN when it is set (as
+# Terraform does), else from the nebius CLI, with the profile PAV_NEBIUS_PROFILE names (a service
+# account's; the driver refuses service-account mode without it). The driver writes it to STATE/kubeconfig.
 output "kubeconfig" {
   description = "Kubeconfig (YAML) for the cluster's public endpoint."
   value = yamlencode({
@@ -40,7 +41,7 @@ output "kubeconfig" {
           args = ["-c", join(" ", [
             "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",",
             "\"status\":{\"token\":\"%s\"}}'",
-            "\"$${NEBIUS_IAM_TOKEN:-$(nebius iam get-access-token)}\"",
+            "\"$${NEBIUS_IAM_TOKEN:-$(nebius iam get-access-token $${PAV_NEBIUS_PROFILE:+--profile \"$PAV_NEBIUS_PROFILE\"})}\"",
           ])]
           interactiveMode = "Never"
         }
