@@ -21,6 +21,7 @@ from tests.terraform.tftree import (
     GOOD_VALUES,
     KEY,
     MODULES,
+    ROOT,
     TERRAFORM,
     apply_outputs,
     cut,
@@ -168,7 +169,7 @@ def test_good_values_plan(spec: Path) -> None:
         (
             {"region": "us-central1", "platform": "gpu-h200-sxm", "infiniband_fabric": "fabric-3"},
             "infiniband_fabric fabric-3 is a gpu-h100-sxm fabric of eu-north1, not of gpu-h200-sxm in "
-            "us-central1: set one of us-central1-a.",
+            "us-central1 (known there: us-central1-a).",
         ),
         ({"preset": "4gpu-64vcpu-800gb"}, "preset 4gpu-64vcpu-800gb is not offered on gpu-h100-sxm"),
         # the catalog's other checks
@@ -379,3 +380,19 @@ def test_cloud_init_mounts_the_shared_filesystem(tmp_path: Path) -> None:
     assert "mkdir -p /mnt/shared" in commands
     assert any("pav-shared /mnt/shared virtiofs" in c and "/etc/fstab" in c for c in commands)
     assert any(c.startswith("mountpoint -q /mnt/shared || mount /mnt/shared") for c in commands)
+
+
+def test_docs_cost_table_is_the_catalogs(spec: Path) -> None:
+    """docs/nebius.md's price per preset is what the catalog holds (the spec reports it per node-hour)."""
+    rows = re.findall(
+        r"^\| `(gpu-[\w-]+)` \| `([\w-]+)` \| (\d+) \| ([\d.]+) \| ([\d.]+) \|",
+        (ROOT / "docs" / "nebius.md").read_text(),
+        re.M,
+    )
+    assert len(rows) == 4, rows
+    for platform, preset, gpus, hourly, two_nodes in rows:
+        region = "eu-north1" if platform == "gpu-h100-sxm" else "us-central1"
+        where = {"region": region, "platform": platform, "infiniband_fabric": "", "node_count": 1}
+        out = spec_of(spec, preset=preset, **where)
+        assert out["gpus"] == int(gpus) and out["hourly_usd"] == float(hourly), (platform, preset)
+        assert float(two_nodes) == round(2 * float(hourly), 2)

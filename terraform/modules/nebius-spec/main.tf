@@ -18,6 +18,7 @@ locals {
   # The region and platform that carry the fabric (the chosen ones when the catalog does not know it).
   fabric_home = lookup(module.catalog.fabrics, local.v.infiniband_fabric, { region = local.v.region, platform = local.v.platform })
   disk_step   = lookup(module.catalog.disk_size_steps_gib, local.v.boot_disk_type, 0)
+  fabrics     = try(length(local.platform.fabrics), 0) > 0 ? join(", ", local.platform.fabrics) : "none listed in the catalog"
 
   # Only 8-GPU presets have InfiniBand HCAs; the rest talk NCCL over sockets. A node joins a GPU cluster
   # only when it is created, so a one-node run with a fabric still gets one: growing it adds nodes.
@@ -50,11 +51,11 @@ resource "terraform_data" "input_checks" {
     }
     precondition {
       condition     = local.gpus != 8 || local.v.node_count == 1 || local.v.infiniband_fabric != ""
-      error_message = "infiniband_fabric is required for more than one 8-GPU node: set it to a fabric your GPU quota is on (${join(", ", try(local.platform.fabrics, []))})."
+      error_message = "infiniband_fabric is required for more than one 8-GPU node: set it to a fabric your GPU quota is on (known here: ${local.fabrics})."
     }
     precondition {
       condition     = !local.with_cluster || (local.fabric_home.region == local.v.region && local.fabric_home.platform == local.v.platform)
-      error_message = "infiniband_fabric ${local.v.infiniband_fabric} is a ${local.fabric_home.platform} fabric of ${local.fabric_home.region}, not of ${local.v.platform} in ${local.v.region}: set one of ${join(", ", try(local.platform.fabrics, []))}."
+      error_message = "infiniband_fabric ${local.v.infiniband_fabric} is a ${local.fabric_home.platform} fabric of ${local.fabric_home.region}, not of ${local.v.platform} in ${local.v.region} (known there: ${local.fabrics})."
     }
     precondition {
       condition     = local.disk_step > 0 && local.v.boot_disk_size_gib % max(local.disk_step, 1) == 0
