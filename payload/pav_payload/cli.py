@@ -1,5 +1,5 @@
-"""Command line: ``python -m pav_payload {collectives,train,probe,facts,host-facts} ...``, mostly under
-torchrun."""
+"""Command line: ``python -m pav_payload {collectives,train,probe,facts,host-facts,suite} ...``, mostly
+under torchrun."""
 
 import argparse
 import sys
@@ -13,6 +13,7 @@ from pav_payload.parallel import MODES
 from pav_payload.probe import run_probe
 from pav_payload.runner import run
 from pav_payload.runtime import BACKENDS
+from pav_payload.suite import add_parser as add_suite_parser
 from pav_payload.train import resolve_train_args, run_train
 
 # Exit code when the report itself could not be written (e.g. an unwritable --out).
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     facts.set_defaults(direct=print_facts)
     host = commands.add_parser("host-facts", help="the host's torch and GPU facts as one JSON object")
     host.set_defaults(direct=print_host_facts)
+    add_suite_parser(commands)
     return parser
 
 
@@ -135,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     direct = getattr(args, "direct", None)
     if direct is not None:
         return int(direct(args))
+    suite = getattr(args, "suite", None)
+    if suite is not None:
+        return int(suite(args, parser))
     resolve = getattr(args, "resolve", None)
     if resolve is not None:
         try:

@@ -35,13 +35,21 @@ class Terminated(Exception):
 
 
 def run(kind: str, args: argparse.Namespace, body: Body) -> int:
-    info = RankInfo.from_env()
+    """One test in a launch of its own: the process group lives and ends with it."""
+    session = Session(RankInfo.from_env())
+    report = run_in(session, kind, args, body)
+    code = session.close(report.status != "error", EXIT_CODES[report.status])
+    log_outcome(report, code)
+    return code
+
+
+def run_in(session: Session, kind: str, args: argparse.Namespace, body: Body) -> Report:
+    """Run a body in a session that may outlive it (a suite); the report is on disk when this returns."""
     out_dir = Path(args.out)
-    report = Report.begin(args.test_id, kind, info, _params(args))
+    report = Report.begin(args.test_id, kind, session.info, _params(args))
     # Written first so that a rank that dies without a Python exception still leaves an "error" behind.
     report.reason = UNFINISHED
     write_report(report, out_dir)
-    session = Session(info)
     try:
         with _sigterm_raises():
             outcome = body(args, session)
@@ -52,9 +60,7 @@ def run(kind: str, args: argparse.Namespace, body: Body) -> int:
     if session.device_info is not None:
         report.set_device(session.device_info)
     write_report(report, out_dir)
-    code = session.close(report.status != "error", EXIT_CODES[report.status])
-    _log(report, code)
-    return code
+    return report
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,7 +89,7 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
     raise Terminated(f"received {signal.Signals(signum).name}")
 
 
-def _log(report: Report, code: int) -> None:
+def log_outcome(report: Report, code: int) -> None:
     detail = f": {report.reason}" if report.reason else ""
     if code != EXIT_CODES[report.status]:
         detail += f" (exits {code}: another rank failed)"

@@ -17,9 +17,16 @@ class Session:
         self.info = info
         self.device_info: DeviceInfo | None = None
         self._distributed = False
+        self._group: tuple[str, torch.device] | None = None  # the process group's backend and device
 
     def start_distributed(self, backend_request: str, timeout_s: float) -> torch.device:
         backend = resolve_backend(backend_request)
+        if self._distributed and self._group is not None:
+            # A suite's later tests reuse the group the first one made: that start-up is paid once.
+            if self._group[0] != backend:
+                raise RuntimeError(f"the suite's process group is {self._group[0]}, not {backend}")
+            self.device_info = describe(backend, self._group[1])
+            return self._group[1]
         device = select_device(backend == "nccl", self.info.local_rank)
         self.device_info = describe(backend, device)
         options: dict[str, object] = {"timeout": timedelta(seconds=timeout_s)}
@@ -32,6 +39,7 @@ class Session:
             # Started without torchrun: a one-rank group needs no rendezvous, so an in-memory store does.
             dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, **options)
         self._distributed = True
+        self._group = (backend, device)
         return device
 
     def start_local(self) -> torch.device:
@@ -64,8 +72,12 @@ class Session:
             _best_effort("destroy_process_group", dist.destroy_process_group)
         return exit_code
 
+    def agree(self, exit_code: int) -> int:
+        """The worst exit code over all ranks (every rank must call it): what torchrun would exit with."""
+        return self._worst(exit_code) if self._distributed else exit_code
+
     def _worst(self, exit_code: int) -> int:
-        device = self.device_info.device if self.device_info is not None else "cpu"
+        device = self._group[1] if self._group is not None else "cpu"
         code = torch.tensor([exit_code], dtype=torch.int32, device=device)
         dist.all_reduce(code, op=dist.ReduceOp.MAX)
         return int(code.item())

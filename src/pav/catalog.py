@@ -282,6 +282,14 @@ FAULT_TESTS: dict[str, TestSpec] = {
         TestSpec("fault_hang", "FOR TESTING: rank 1 hangs", "torchrun", "host", False, (*HANG, "1")),
         TestSpec("fault_hang_multi", "FOR TESTING: rank 0 hangs", "torchrun", "cluster", False, (*HANG, "0")),
         TestSpec(
+            "fault_rank_exit",
+            "FOR TESTING: rank 1 exits with code 3",
+            "torchrun",
+            "host",
+            False,
+            (*gloo("all_reduce", "1K"), "--inject-exit", "1"),
+        ),
+        TestSpec(
             "fault_rank_exit_multi",
             "FOR TESTING: rank 1 exits with code 3",
             "torchrun",

@@ -6,6 +6,7 @@ host."""
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
 
@@ -36,4 +37,43 @@ def test_hung_launch_times_out_and_is_killed(configured: Configured, sandbox: Sa
     assert launch_processes(results["run_id"]) == []
     for index in (0, 1):  # teardown removed the run's folder from each host's own root
         assert not configured.remote_run_dir(index, results["run_id"]).exists()
+    assert sandbox.left(("run",)) == []
+
+
+def test_a_hang_and_a_crash_inside_a_suite_leave_the_tests_after_them_running(
+    configured: Configured, sandbox: Sandbox
+) -> None:
+    """Host tests of one world shape share one torchrun per host (a suite): a test that hangs in the middle
+    is killed at its own limit and one whose rank dies ends with torchrun's code, each reported as such,
+    and the tests before and after them still run, pass and report as launches of their own would."""
+    inventory = sandbox.base / "inv-suite"
+    shutil.copytree(configured.inventory(0, 1).parent, inventory)
+    group_vars = inventory / "group_vars" / "all.yml"
+    group_vars.write_text(group_vars.read_text() + "\npav_test_timeouts_s:\n  fault_hang: 45\n")
+    tests = "torch_gloo_allreduce,fault_hang,fault_rank_exit,ddp_cpu_train"
+    stages = ("--stages", "validate,collect,report,teardown")
+    run = sandbox.cli("--inventory", str(inventory / "hosts.yml"), *stages, "--tests", tests)
+    assert run.rc == 1, run.stdout + run.stderr
+    assert "4 test(s) launched in 1 launches" in run.stdout, run.stdout
+    results = sandbox.results()
+    by_test: dict[str, list[dict[str, Any]]] = {}
+    for test in results["tests"]:
+        by_test.setdefault(test["name"], []).append(test)
+    for host_result in by_test["fault_hang"]:
+        assert host_result["status"] == "fail"
+        assert host_result["reason"].startswith("timeout after 45s"), host_result["reason"]
+    for host_result in by_test["fault_rank_exit"]:
+        assert host_result["status"] in ("error", "fail"), host_result
+        assert "timeout" not in host_result["reason"], host_result["reason"]
+    for name in ("torch_gloo_allreduce", "ddp_cpu_train"):
+        assert [t["status"] for t in by_test[name]] == ["pass", "pass"], by_test[name]
+    for host_result in by_test["fault_hang"]:
+        logs = sandbox.run_dir("run") / "hosts" / host_result["hosts"][0] / "results"
+        assert (logs / "fault_hang" / "launcher.rc").read_text().strip() == "124"
+        hang_log = (logs / "fault_hang" / "launcher.log").read_text()
+        assert "fault_hang passed its timeout of 45s: killed" in hang_log
+        # Each test's own log holds its own output, not the suite's whole.
+        assert "pav-suite: begin ddp_cpu_train" in (logs / "ddp_cpu_train" / "launcher.log").read_text()
+        assert "ddp_cpu_train" not in (logs / "torch_gloo_allreduce" / "launcher.log").read_text()
+    assert launch_processes(results["run_id"]) == []
     assert sandbox.left(("run",)) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pav import catalog
+from pav import catalog, suites
 from pav.context import RunContext
 from pav.launches import HostView, Launch, plan_launches
 from pav.results import TestResult
@@ -37,8 +37,13 @@ def run(ctx: RunContext) -> str:
     plan(ctx)
     if not ctx.launches:
         return "nothing to launch: every planned test was skipped"
-    launch_tests(ctx, ctx.launches)
-    return f"{len(ctx.launches)} test(s) launched"
+    folding = ctx.settings.fold_launches and ctx.settings.launcher == "direct"
+    runs = suites.fold(ctx.launches) if folding else ctx.launches
+    launch_tests(ctx, runs)
+    detail = f"{len(ctx.launches)} test(s) launched"
+    if len(runs) < len(ctx.launches):
+        detail += f" in {len(runs)} launches (tests of one world shape share a torchrun per host)"
+    return detail
 
 
 def launch_tests(ctx: RunContext, launches: list[Launch], stage: str = "validate") -> None:
