@@ -23,9 +23,15 @@ from pav_payload.runner import EXIT_CODES, log_outcome, run_in
 from pav_payload.session import Session
 from pav_payload.suite_launch import BEGIN, DONE, MARK
 
+GATE_POLL_S = 0.05
+
 
 def run_suite(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     tests: list[dict[str, Any]] = json.loads(args.plan_json)
+    if args.gate:
+        # Started early, beside another suite's tests: imports are done; CUDA waits for this suite's turn.
+        while not Path(args.gate).exists():
+            time.sleep(GATE_POLL_S)
     session = Session(RankInfo.from_env())
     marker = session.info.rank == 0
     code = 0
@@ -60,4 +66,5 @@ def add_parser(commands: Any) -> None:
         required=True,
         help='[{"test": NAME, "args": [SUBCOMMAND, ...]}, ...]: each test as its own launch would run it',
     )
+    suite.add_argument("--gate", default="", help="wait for this file to exist before the first test")
     suite.set_defaults(suite=run_suite)

@@ -1,8 +1,9 @@
-"""Fold host-scope torchrun launches of one world shape into one suite launch per host, so torchrun, the
-torch import, CUDA and the process group start once (pav_payload.suite_launch runs them; issue 20).
+"""Fold a host's torchrun tests of one world shape into suites run by one launch per host, so torchrun, the
+torch import, CUDA and the process group start once per suite, and a suite's start-up overlaps the one
+before it (pav_payload.suite_launch runs them; issue 20).
 
 Each test keeps its own Launch: evaluation, results, timeouts and artifacts are per test as before. What
-changes is only what the run_tests role is handed: one launch per suite instead of one per test.
+changes is only what the run_tests role is handed: one launch for a host's suites instead of one per test.
 """
 
 from __future__ import annotations
@@ -13,35 +14,32 @@ from typing import Any
 
 from pav.launches import PYTHON, Launch
 
-# Seconds a suite's launch gets on top of its tests' own limits: its watchdog kills a test at its limit,
-# so this only covers starting torchrun again after a test that hung or died.
+# Seconds the launch gets on top of its tests' own limits: its watchdog kills a test at its limit, so this
+# only covers starting a suite again after a test that hung or died.
 RESTART_GRACE_S = 60
 _STANDALONE = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node"]
 
 
 def fold(launches: list[Launch]) -> list[Launch]:
-    """The launches to run: each group of two or more foldable launches with the same hosts, ranks per
-    host, environment and backend becomes one suite launch, in the place of its first test; the rest
-    stay as they are. Order within a suite is the catalog's."""
-    groups: dict[tuple[Any, ...], list[Launch]] = {}
+    """The launches to run: a host set's foldable launches (two or more) become one launch of suites, in the
+    place of the first of them; the rest stay as they are."""
+    by_hosts: dict[tuple[str, ...], list[Launch]] = {}
     for launch in launches:
-        key = _key(launch)
-        if key is not None:
-            groups.setdefault(key, []).append(launch)
+        if _key(launch) is not None:
+            by_hosts.setdefault(tuple(sorted(launch.argv_by_host)), []).append(launch)
     out: list[Launch] = []
-    emitted: set[tuple[Any, ...]] = set()
     for launch in launches:
-        key = _key(launch)
-        if key is None or len(groups[key]) < 2:
+        hosts = tuple(sorted(launch.argv_by_host))
+        group = by_hosts.get(hosts, []) if _key(launch) is not None else []
+        if len(group) < 2:
             out.append(launch)
-        elif key not in emitted:
-            emitted.add(key)
-            out.append(suite_launch(groups[key], len(emitted)))
+        elif launch is group[0]:
+            out.append(suites_launch(group, sum(o.test.startswith("pav_suites") for o in out) + 1))
     return out
 
 
 def _key(launch: Launch) -> tuple[Any, ...] | None:
-    """What must be equal for two tests to share a torchrun; None: this launch runs alone."""
+    """What must be equal for two tests to share a process group; None: this launch runs alone."""
     if launch.launcher != "torchrun" or launch.scope != "host":
         return None
     if any(argv[: len(_STANDALONE)] != _STANDALONE for argv in launch.argv_by_host.values()):
@@ -58,18 +56,31 @@ def _payload_args(argv: list[str]) -> list[str]:
     return argv[argv.index("pav_payload") + 1 :]
 
 
-def suite_launch(tests: list[Launch], number: int) -> Launch:
-    first = tests[0]
-    name = f"pav_suite_{number}"
+def suites_launch(tests: list[Launch], number: int) -> Launch:
+    """One launch of a host set's suites: GPU suites first, CPU-only (gloo) ones last, so a CPU suite's
+    start-up overlaps GPU tests instead of CPU tests taking CPUs from another suite's start-up."""
+    suites: dict[tuple[Any, ...], list[Launch]] = {}
+    for launch in tests:
+        suites.setdefault(_key(launch) or (), []).append(launch)
+    ordered = sorted(suites.items(), key=lambda item: item[0][2] == "gloo")
     argv_by_host = {}
-    for host, argv in first.argv_by_host.items():
+    for host in tests[0].argv_by_host:
         plan = [
-            {"test": t.test, "timeout_s": t.timeout_s, "args": _payload_args(t.argv_by_host[host])}
-            for t in tests
+            {
+                "nproc": int(group[0].argv_by_host[host][len(_STANDALONE)]),
+                "env": group[0].env,
+                "cpu_only": key[2] == "gloo",
+                "tests": [
+                    {"test": t.test, "timeout_s": t.timeout_s, "args": _payload_args(t.argv_by_host[host])}
+                    for t in group
+                ],
+            }
+            for key, group in ordered
         ]
-        nproc = argv[len(_STANDALONE)]
-        argv_by_host[host] = [
-            PYTHON, "-m", "pav_payload.suite_launch", "--nproc", nproc, "--plan-json", json.dumps(plan),
-        ]  # fmt: skip
+        argv_by_host[host] = [PYTHON, "-m", "pav_payload.suite_launch", "--plan-json", json.dumps(plan)]
     timeout = sum(t.timeout_s for t in tests) + RESTART_GRACE_S * len(tests)
-    return replace(first, test=name, timeout_s=timeout, argv_by_host=argv_by_host, ranks_by_host={})
+    first = tests[0]
+    return replace(
+        first, test=f"pav_suites_{number}", timeout_s=timeout, argv_by_host=argv_by_host, ranks_by_host={},
+        env={},
+    )  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from pav import catalog
 from pav.launches import HostView, Launch, plan_launches
@@ -19,35 +20,36 @@ def planned(names: list[str]) -> list[Launch]:
     return launches
 
 
-def suite_tests(launch: Launch) -> list[str]:
-    if not launch.test.startswith("pav_suite"):
-        return []
-    return [t["test"] for t in json.loads(launch.argv_by_host["h0"][-1])]
+def plan_of(launch: Launch, host: str = "h0") -> list[dict[str, Any]]:
+    return json.loads(launch.argv_by_host[host][-1])
 
 
-def test_tests_of_one_world_shape_share_a_launch_and_keep_their_own_limits() -> None:
+def test_a_hosts_tests_of_one_world_shape_share_a_suite_and_keep_their_own_limits() -> None:
     names = [
         "torch_gloo_allreduce", "gpu_probe", "torch_nccl_allreduce", "train_gpu_single", "ddp_cpu_train",
         "train_gpu_ddp", "nccl_tests_all_reduce", "torch_nccl_allreduce_multi",
     ]  # fmt: skip
     runs = fold(planned(names))
-    tests_of = {r.test: suite_tests(r) for r in runs}
-    # Every GPU (nccl), one GPU, CPU (gloo): three suites, in the order their first test came.
-    assert tests_of == {
-        "pav_suite_1": ["torch_gloo_allreduce", "ddp_cpu_train"],
-        "pav_suite_2": ["gpu_probe", "train_gpu_single"],
-        "pav_suite_3": ["torch_nccl_allreduce", "train_gpu_ddp"],
-        "nccl_tests_all_reduce": [],  # nccl-tests keep a launch each
-        "torch_nccl_allreduce_multi": [],  # another world: every GPU of every host
-    }
-    probe = next(r for r in runs if r.test == "pav_suite_2")
-    assert probe.argv_by_host["h1"][:5] == ["{python}", "-m", "pav_payload.suite_launch", "--nproc", "1"]
-    plan = json.loads(probe.argv_by_host["h1"][-1])
-    assert [t["timeout_s"] for t in plan] == [50, 900]  # each test's own limit, enforced by the suite
-    assert plan[0]["args"][:1] == ["probe"] and "--out" in plan[0]["args"]
-    assert probe.timeout_s == 50 + 900 + 2 * 60
+    # One launch of suites where the first folded test stood; nccl-tests keep a launch each, and a test of
+    # another world (every GPU of every host) stays alone.
+    assert [r.test for r in runs] == ["pav_suites_1", "nccl_tests_all_reduce", "torch_nccl_allreduce_multi"]
+    suites = plan_of(runs[0])
+    # One GPU, every GPU (nccl), then CPU (gloo) last: its start-up overlaps GPU tests, not CPU ones.
+    assert [[t["test"] for t in s["tests"]] for s in suites] == [
+        ["gpu_probe", "train_gpu_single"],
+        ["torch_nccl_allreduce", "train_gpu_ddp"],
+        ["torch_gloo_allreduce", "ddp_cpu_train"],
+    ]
+    assert [(s["nproc"], s["cpu_only"]) for s in suites] == [(1, False), (4, False), (2, True)]
+    assert runs[0].argv_by_host["h1"][:3] == ["{python}", "-m", "pav_payload.suite_launch"]
+    probe = suites[0]["tests"][0]
+    assert probe["timeout_s"] == 50  # each test's own limit, enforced by the suite's watchdog
+    assert probe["args"][:1] == ["probe"] and probe["args"][-4:] == [
+        "--out", "results/gpu_probe", "--test-id", "gpu_probe",
+    ]  # fmt: skip
+    assert runs[0].timeout_s == 50 + 5 * 900 + 6 * 60 and runs[0].env == {}
 
 
 def test_a_lone_test_and_other_launchers_are_left_alone() -> None:
-    launches = planned(["torch_gloo_allreduce", "gpu_probe", "nccl_tests_all_reduce"])
+    launches = planned(["torch_gloo_allreduce", "nccl_tests_all_reduce", "torch_nccl_allreduce_multi"])
     assert fold(launches) == launches

@@ -42,7 +42,7 @@ def run(ctx: RunContext) -> str:
     launch_tests(ctx, runs)
     detail = f"{len(ctx.launches)} test(s) launched"
     if len(runs) < len(ctx.launches):
-        detail += f" in {len(runs)} launches (tests of one world shape share a torchrun per host)"
+        detail += f" in {len(runs)} launches (a host's torch tests in suites: a process group per world)"
     return detail
 
 
