@@ -65,7 +65,8 @@ def test_facts_and_check_mode_changes_recorded(local_run: tuple[int, Path, str])
 def test_artifacts_and_junit(local_run: tuple[int, Path, str]) -> None:
     _, run_dir, _ = local_run
     results = (run_dir / "hosts" / "localhost" / "results").iterdir()
-    assert {p.name for p in results} == {"torch_gloo_allreduce", "ddp_cpu_train"}
+    # Each test's own folder, and the suite's that ran both in one process group (its whole log).
+    assert {p.name for p in results} == {"torch_gloo_allreduce", "ddp_cpu_train", "pav_suites_1"}
     junit = (run_dir / "junit.xml").read_text()
     assert 'tests="17"' in junit and 'skipped="15"' in junit and 'failures="0"' in junit
 
