@@ -179,7 +179,11 @@ def load_user_values(path: Path, env: EnvSpec) -> dict[str, Any]:
             f"{path}: no such file; copy {_shown(example)} there and set parent_id, or point PAV_TFVARS at "
             "your file"
         )
-    allowed = USER_KEYS[env.terraform_dir.name if env.terraform_dir else ""]
+    root = env.terraform_dir.name if env.terraform_dir else ""
+    allowed = USER_KEYS.get(root)
+    if allowed is None:
+        known = ", ".join(USER_KEYS)
+        raise PavError(f"env {env.name}: root {root!r} takes no Nebius values file; name one of {known}")
     data = load_mapping(path)
     for key, value in data.items():
         if key in DRIVER_KEYS:
