@@ -34,7 +34,6 @@ def run_suite(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             time.sleep(GATE_POLL_S)
     session = Session(RankInfo.from_env())
     marker = session.info.rank == 0
-    code = 0
     for test in tests:
         test_args = parser.parse_args(test["args"])
         resolve = getattr(test_args, "resolve", None)

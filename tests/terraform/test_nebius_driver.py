@@ -10,7 +10,7 @@ import socket
 import stat
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +164,13 @@ def test_bad_values_file_names_file_and_key(tmp_path: Path, text: str, needles: 
     assert str(tmp_path / "terraform.yml") in message
     for needle in needles:
         assert needle in message, message
+
+
+def test_a_root_without_known_keys_is_one_error_line(tmp_path: Path) -> None:
+    other = replace(EU, terraform_dir=tmp_path / "nebius-gpu-cluster")  # a root that is no longer there
+    with pytest.raises(PavError) as exc:
+        nebius.load_user_values(values_file(tmp_path, "parent_id: project-e00a\n"), other)
+    assert "root 'nebius-gpu-cluster' takes no Nebius values file" in one_line_error(exc)
 
 
 def test_hosts_out_of_range(tmp_path: Path) -> None:
