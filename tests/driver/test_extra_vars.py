@@ -81,9 +81,11 @@ def test_e_reaches_the_roles_and_names_the_python_it_chose(tmp_path: Path) -> No
     no_torch = tmp_path / "python-without-torch"
     no_torch.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
     no_torch.chmod(0o755)
-    run = run_cli(
-        "--stages", "configure", "--run-dir", str(tmp_path / "run"), "-e", f"torch_payload_python={no_torch}"
-    )
+    try:
+        run = run_cli("--stages", "configure", "--run-dir", str(tmp_path / "run"),
+                      "-e", f"torch_payload_python={no_torch}")  # fmt: skip
+    finally:  # configure alone leaves the run's folder on the host: this machine's /var/tmp/pav
+        run_cli("--stages", "teardown", "--run-dir", str(tmp_path / "run"))
     assert run.rc == 2, run.stdout + run.stderr
     assert (
         f"the payload did not run with {no_torch} (ModuleNotFoundError: No module named 'torch')"

@@ -97,9 +97,12 @@ def test_where_orchestration_time_went_is_recorded(local_run: tuple[int, Path, s
 
 
 def test_a_stage_subset_without_collect_names_the_missing_stage_and_timings_follow(tmp_path: Path) -> None:
-    run = run_cli("--stages", "configure,validate,report", "--tests", "torch_gloo_allreduce", "--timings",
-                  "--run-dir", str(tmp_path / "r"))  # fmt: skip
-    [test] = json.loads((tmp_path / "r" / "results.json").read_text())["tests"]
+    try:
+        run = run_cli("--stages", "configure,validate,report", "--tests", "torch_gloo_allreduce", "--timings",
+                      "--run-dir", str(tmp_path / "r"))  # fmt: skip
+        [test] = json.loads((tmp_path / "r" / "results.json").read_text())["tests"]
+    finally:  # without teardown the run's folder stays on the host: this machine's /var/tmp/pav
+        run_cli("--stages", "teardown", "--run-dir", str(tmp_path / "r"))
     assert test["status"] == "error"
     assert test["reason"] == (
         "no result came back from localhost: collect was not among --stages "
