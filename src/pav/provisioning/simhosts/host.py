@@ -196,6 +196,11 @@ def _prepare(state: State, index: int, name: str, pubkey: Path) -> None:
     # Opaque: the same path's entries of the lower layer (this machine's /root/.ssh) are hidden.
     os.setxattr(home / ".ssh", "trusted.overlay.opaque", b"y")
     _write(home / ".ssh" / "authorized_keys", pubkey.read_bytes(), 0o600)
+    # /var/tmp of its own, opaque too: the tool's work folders there (/var/tmp/pav) are this machine's as
+    # well, and a local run tearing them down would change the lower layer under a running host.
+    _mkdir(hd / "fs" / "upper" / "var", 0o755)
+    _mkdir(hd / "fs" / "upper" / "var" / "tmp", 0o1777)
+    os.setxattr(hd / "fs" / "upper" / "var" / "tmp", "trusted.overlay.opaque", b"y")
     shutil.copyfile(HOST_INIT, hd / "host-init.sh")
     (hd / "sshd_config").write_text(sshd_config(name))
 
