@@ -72,8 +72,9 @@ class Start:
         return self.logs[name]
 
     def note(self, name: str, line: str) -> None:
+        """A line into one test's log, whole: the reader thread writes there too."""
         with self.lock:
-            self.log(name).write(line + "\n")
+            self.log(name).write(line)
             self.log(name).flush()
 
     def pump(self, stream: IO[str]) -> None:
@@ -84,9 +85,7 @@ class Start:
             marked = line.partition(MARK)[2].strip()
             if marked in names:
                 name = marked
-            with self.lock:
-                self.log(name).write(line)
-                self.log(name).flush()
+            self.note(name, line)
             sys.stdout.write(line)
             sys.stdout.flush()
 
@@ -197,13 +196,13 @@ def watch(start: Start) -> int:
             if _done(test) is not None:
                 continue  # it finished between the two looks
             # The ranks died in this test (or the launch before the first): it reports the launch's code.
-            start.note(test.name, f"pav: the suite's launch exited {rc} during {test.name}")
+            start.note(test.name, f"pav: the suite's launch exited {rc} during {test.name}\n")
             _finish(test, rc or 1, since, time.time())
             return start.current + 1
         if time.time() - since > test.timeout_s:
             _kill_tagged(start.tag)
             child.wait()
-            start.note(test.name, f"pav: {test.name} passed its timeout of {test.timeout_s:.0f}s: killed")
+            start.note(test.name, f"pav: {test.name} passed its timeout of {test.timeout_s:.0f}s: killed\n")
             _finish(test, TIMEOUT_RC, since, time.time())
             return start.current + 1
         time.sleep(POLL_S)

@@ -276,6 +276,7 @@ CATALOG: dict[str, TestSpec] = {
 
 # FOR TESTING ONLY (tests/faults): launches that hang until their timeout. Known only with PAV_FAULT_TESTS=1.
 HANG = (*gloo("all_reduce", "1K"), "--inject-hang")
+EXIT = (*gloo("all_reduce", "1K"), "--inject-exit", "1")
 FAULT_TESTS: dict[str, TestSpec] = {
     spec.name: spec
     for spec in (
@@ -287,7 +288,7 @@ FAULT_TESTS: dict[str, TestSpec] = {
             "torchrun",
             "host",
             False,
-            (*gloo("all_reduce", "1K"), "--inject-exit", "1"),
+            EXIT,
         ),
         TestSpec(
             "fault_rank_exit_multi",
@@ -295,7 +296,7 @@ FAULT_TESTS: dict[str, TestSpec] = {
             "torchrun",
             "cluster",
             False,
-            (*gloo("all_reduce", "1K"), "--inject-exit", "1"),
+            EXIT,
         ),
     )
 }

@@ -30,7 +30,7 @@ class Settings:
     hosts: int = 3  # hosts an env that provisions creates (--hosts overrides)
     ssh_timeout_s: int = 300  # how long new hosts get to answer SSH
     isolate: bool = True  # re-run a failing multi-host test on pairs of hosts to name the bad one
-    fold_launches: bool = True  # host tests of one world shape share one torchrun per host (suites.py)
+    fold_launches: bool = True  # a host's torch tests of one world shape run as one suite (suites.py)
     platform: str = "hosts"  # hosts: Ansible over SSH; k8s: PyTorchJob/MPIJob (docs/kubernetes.md)
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it

@@ -23,17 +23,17 @@ _STANDALONE = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_p
 def fold(launches: list[Launch]) -> list[Launch]:
     """The launches to run: a host set's foldable launches (two or more) become one launch of suites, in the
     place of the first of them; the rest stay as they are."""
-    by_hosts: dict[tuple[str, ...], list[Launch]] = {}
-    for launch in launches:
-        if _key(launch) is not None:
-            by_hosts.setdefault(tuple(sorted(launch.argv_by_host)), []).append(launch)
+    keyed = [(launch, _key(launch)) for launch in launches]
+    by_hosts: dict[tuple[str, ...], list[tuple[tuple[Any, ...], Launch]]] = {}
+    for launch, key in keyed:
+        if key is not None:
+            by_hosts.setdefault(tuple(sorted(launch.argv_by_host)), []).append((key, launch))
     out: list[Launch] = []
-    for launch in launches:
-        hosts = tuple(sorted(launch.argv_by_host))
-        group = by_hosts.get(hosts, []) if _key(launch) is not None else []
+    for launch, key in keyed:
+        group = by_hosts[tuple(sorted(launch.argv_by_host))] if key is not None else []
         if len(group) < 2:
             out.append(launch)
-        elif launch is group[0]:
+        elif launch is group[0][1]:
             out.append(suites_launch(group, sum(o.test.startswith("pav_suites") for o in out) + 1))
     return out
 
@@ -56,12 +56,14 @@ def _payload_args(argv: list[str]) -> list[str]:
     return argv[argv.index("pav_payload") + 1 :]
 
 
-def suites_launch(tests: list[Launch], number: int) -> Launch:
-    """One launch of a host set's suites: GPU suites first, CPU-only (gloo) ones last, so a CPU suite's
-    start-up overlaps GPU tests instead of CPU tests taking CPUs from another suite's start-up."""
+def suites_launch(keyed: list[tuple[tuple[Any, ...], Launch]], number: int) -> Launch:
+    """One launch of a host set's suites (each test with its _key): GPU suites first, CPU-only (gloo) ones
+    last, so a CPU suite's start-up overlaps GPU tests instead of CPU tests taking CPUs from another suite's
+    start-up."""
+    tests = [launch for _, launch in keyed]
     suites: dict[tuple[Any, ...], list[Launch]] = {}
-    for launch in tests:
-        suites.setdefault(_key(launch) or (), []).append(launch)
+    for key, launch in keyed:
+        suites.setdefault(key, []).append(launch)
     ordered = sorted(suites.items(), key=lambda item: item[0][2] == "gloo")
     argv_by_host = {}
     for host in tests[0].argv_by_host:

@@ -146,11 +146,7 @@ def variables(
     values = {
         # Two state dirs in one project must not collide on names (VMs, disks, networks).
         "name_prefix": f"pav-{digest[:6]}",
-        **env.terraform_defaults,
-        **user,
-        **env.terraform_values,
-        "max_lifetime_hours": lifetime_hours(user, max_hours),
-        "node_count": hosts,
+        **_merged(env, user, hosts, max_hours),
         "ssh_public_key": ssh_public_key(state_dir, env.name),
         "run_id": run_id or f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{env.name}",
     }
@@ -161,14 +157,17 @@ def preview(env: EnvSpec, hosts: int, max_hours: int | None = None) -> dict[str,
     """What apply would pass, without side effects (no key made); raises naming what is missing."""
     check_credentials(os.environ)
     path = tfvars_path(env.name, os.environ)
-    user = load_user_values(path, env)
+    return {**_merged(env, load_user_values(path, env), hosts, max_hours), "values_file": str(path)}
+
+
+def _merged(env: EnvSpec, user: Mapping[str, Any], hosts: int, max_hours: int | None) -> dict[str, Any]:
+    """provision.yml's defaults, the user's values over them, provision.yml's fixed values, the counts."""
     return {
         **env.terraform_defaults,
         **user,
         **env.terraform_values,
         "max_lifetime_hours": lifetime_hours(user, max_hours),
         "node_count": hosts,
-        "values_file": str(path),
     }
 
 

@@ -20,23 +20,26 @@ from pav.terraform import Terraform
 @dataclass
 class TerraformEnv:
     env: EnvSpec
-    root: Path
     state: Path
     max_hours: int | None = None  # --max-hours: the pav-expires-at label's lifetime, over the values file's
 
     @classmethod
     def for_env(cls, env: EnvSpec, max_hours: int | None = None) -> TerraformEnv:
-        assert env.terraform_dir is not None
-        cloud = env.terraform_dir.name.startswith("nebius-")
-        if max_hours is not None and not cloud:
+        made = cls(env, state_dir(env.name), max_hours)
+        if max_hours is not None and not made.nebius:
             raise PavError(
                 f"--max-hours labels cloud resources; env {env.name} makes none (use a nebius-* env)"
             )
-        return cls(env, env.terraform_dir, state_dir(env.name), max_hours)
+        return made
 
     @property
     def name(self) -> str:
         return self.env.name
+
+    @property
+    def root(self) -> Path:
+        assert self.env.terraform_dir is not None
+        return self.env.terraform_dir
 
     @property
     def terraform(self) -> Terraform:
