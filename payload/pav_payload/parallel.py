@@ -7,8 +7,6 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.nn.parallel import DistributedDataParallel
 
 
@@ -36,6 +34,11 @@ def _fsdp(model: nn.Module, device: torch.device, options: WrapOptions) -> nn.Mo
     """FSDP2: every parameter becomes a DTensor sharded on dim 0 over all ranks, gathered per unit."""
     if options.bf16 and device.type != "cuda":
         raise ValueError("--fsdp-bf16 needs CUDA (the nccl backend)")
+    # Imported here: FSDP pulls in DTensor and torch.fx (~0.7 s a process on a CPU core), which every
+    # other launch of every rank would pay for nothing.
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
     # Named explicitly: the default mesh follows the machine's accelerator, not the backend chosen.
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
     block_policy = root_policy = MixedPrecisionPolicy()
