@@ -28,7 +28,7 @@ VENV_BIN = REPO / ".venv" / "bin"
 FQCN = "pav.gpu_acceptance"
 # What the tarball holds at its top level; anything else there is the driver or local state leaking in
 # (add it to galaxy.yml's build_ignore).
-SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "CHANGELOG.md", "meta", "roles", "payload"}
+SHIPPED = {"MANIFEST.json", "FILES.json", "README.md", "CHANGELOG.md", "meta", "plugins", "roles", "payload"}
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 # The user's playbook: two roles by their collection names, nccl_env in check mode (it writes /etc/pav).

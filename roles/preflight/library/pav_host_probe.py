@@ -1,0 +1,1 @@
+../../../plugins/modules/pav_host_probe.py
