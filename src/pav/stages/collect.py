@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
+import tarfile
+from pathlib import Path
+
 from pav.context import RunContext
 from pav.stages.playbook import play, record_hosts
 
 
 def run(ctx: RunContext) -> str:
-    outcome = play(ctx, "collect", "collect.yml")
+    # The role fetches each host's archive; unpacking here costs no module run per host.
+    outcome = play(ctx, "collect", "collect.yml", {"collect_unpack": False})
     record_hosts(ctx, outcome, "collect")
-    missing = sorted(outcome.failed_hosts)
+    broken = {host.name: error for host in ctx.hosts if (error := unpack(ctx.run_dir / "hosts" / host.name))}
+    for name in broken:
+        ctx.results.hosts[name].status = "failed"
+    missing = sorted(set(outcome.failed_hosts) | set(broken))
     # A host that cannot be collected from keeps its tests as errors; the run goes on to the report.
-    return f"collected from {len(ctx.hosts) - len(missing)} host(s)" + (
-        f"; missing: {', '.join(missing)}" if missing else ""
+    return (
+        f"collected from {len(ctx.hosts) - len(missing)} host(s)"
+        + (f"; missing: {', '.join(missing)}" if missing else "")
+        + "".join(f"; {error}" for error in broken.values())
     )
+
+
+def unpack(host_dir: Path) -> str | None:
+    """results.tgz beside the host's facts, then the archive removed (as the role's own unpack would); the
+    error, if it cannot be unpacked."""
+    archive = host_dir / "results.tgz"
+    if not archive.is_file():
+        return None
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(host_dir, filter="data")  # a host's archive cannot write outside its folder
+    except (tarfile.TarError, OSError) as exc:
+        return f"could not unpack {archive} ({exc}); that host's results stay in the archive"
+    archive.unlink()
+    return None
