@@ -20,6 +20,7 @@ def run(ctx: RunContext) -> str:
         return "no hosts: nothing to remove"
     outcome = play(ctx, "teardown", "teardown.yml")
     left = sorted(outcome.failed_hosts)
+    # The task changes a host when it removed the run's folder, or killed what the run left, or both.
     removed = sorted(h for h, changes in outcome.changes.items() if "Remove the run folder" in changes)
     # A folder templated per host (pav_remote_dir with {{ inventory_hostname }}) reads as HOST here.
     where = re.sub(r"\{\{\s*inventory_hostname\s*\}\}", "HOST", ctx.remote_run_dir)
