@@ -21,6 +21,7 @@ DRIVER_OWNED = {
     "pav_run_id": "each run names itself",
     "pav_run_dir": "use --run-dir",
     "pav_payload_src": "the payload is the checkout's payload/",
+    "torch_payload_archive": "the driver packs the checkout's payload/ for each run",
     "pav_state_dir": "set PAV_STATE_DIR",
     "pav_controller_python": "it is the Python running provision-and-validate",
     "pav_allow_missing": "use --allow-missing",

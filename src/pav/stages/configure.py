@@ -3,20 +3,40 @@
 from __future__ import annotations
 
 import json
+import tarfile
+from pathlib import Path
 
+from pav import paths
 from pav.ansible_exec import PlaybookOutcome
 from pav.context import RunContext
 from pav.stages.playbook import play, raise_for_hosts, record_hosts
 
 
 def run(ctx: RunContext) -> str:
-    outcome = play(ctx, "configure", "configure.yml")
+    archive = pack_payload(ctx.run_dir / "ansible" / "payload.tar")
+    try:
+        outcome = play(ctx, "configure", "configure.yml", {"torch_payload_archive": str(archive)})
+    finally:
+        archive.unlink(missing_ok=True)
     record_hosts(ctx, outcome, "configure")
     save_facts(ctx, outcome)
     raise_for_hosts(ctx, outcome, "configure")
     mode = "applied" if ctx.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
     dropped = f"; went on without {', '.join(ctx.missing)} (--allow-missing)" if ctx.missing else ""
     return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{dropped}{_pythons(ctx)}"
+
+
+def pack_payload(archive: Path) -> Path:
+    """payload/pav_payload as one tar inside the run's folder, which a cancelled run does not leave behind
+    elsewhere (a controller temp file would outlive a signal mid-deploy)."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w") as tar:
+        tar.add(paths.PAYLOAD / "pav_payload", "pav_payload", filter=_no_cache)
+    return archive
+
+
+def _no_cache(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if "__pycache__" in member.name.split("/") or member.name.endswith(".pyc") else member
 
 
 def _pythons(ctx: RunContext) -> str:
