@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import LocalRun, run_cli
+from tests.conftest import ROOT, LocalRun, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -117,7 +118,10 @@ def test_a_stage_subset_without_collect_names_the_missing_stage_and_timings_foll
 def test_teardown_of_a_kept_run_removes_that_runs_work_and_says_so(tmp_path: Path) -> None:
     kept_dir = tmp_path / "kept"
     stages = ("--stages", "configure,validate,collect,report", "--keep")
-    kept = run_cli(*stages, "--tests", "torch_gloo_allreduce", "--run-dir", str(kept_dir))
+    # A relative --run-dir (as a user types it; run_cli runs in the checkout): every path the playbooks get
+    # from it must still resolve on the controller.
+    relative = os.path.relpath(kept_dir, ROOT)
+    kept = run_cli(*stages, "--tests", "torch_gloo_allreduce", "--run-dir", relative)
     assert kept.rc == 0, kept.stdout + kept.stderr
     run_id = json.loads((kept_dir / "results.json").read_text())["run_id"]
     work = Path("/var/tmp/pav/runs") / run_id

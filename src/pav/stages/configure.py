@@ -13,7 +13,7 @@ from pav.stages.playbook import play, raise_for_hosts, record_hosts
 
 
 def run(ctx: RunContext) -> str:
-    archive = pack_payload(ctx.run_dir / "ansible" / "payload.tar")
+    archive = pack_payload((ctx.run_dir / "ansible" / "payload.tar").resolve())
     try:
         outcome = play(ctx, "configure", "configure.yml", {"torch_payload_archive": str(archive)})
     finally:
