@@ -16,7 +16,11 @@ MIN_FREE_BYTES = 64 * 1024 * 1024
 
 
 def new_run_id(env: str) -> str:
-    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{env}"
+    """UTC to the millisecond (ISO 8601 basic): the id names the run's folder on every host and marks its
+    processes, so two runs started in the same second on the same hosts (CI jobs, parallel tests) must not
+    share one: one's teardown would kill the other's launches and remove its folder."""
+    now = datetime.now(UTC)
+    return f"{now:%Y%m%dT%H%M%S}.{now.microsecond // 1000:03d}Z-{env}"
 
 
 def prepare(run_dir: Path) -> Path:
