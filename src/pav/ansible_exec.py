@@ -51,6 +51,7 @@ class PlaybookOutcome:
     diffs: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # host -> readable task diffs
     # "role : task" -> seconds each host's run of it took (ansible-runner's event duration): where time goes
     durations: dict[str, list[float]] = field(default_factory=dict)
+    ok: dict[str, set[str]] = field(default_factory=dict)  # "role : task" -> hosts it ran on and succeeded
 
     @property
     def failed_hosts(self) -> set[str]:
@@ -190,6 +191,8 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
                 outcome.facts.setdefault(host, {})[key] = value
     task = data.get("task", "?")
     label = f"{data['role']} : {task}" if data.get("role") else task
+    if name == "runner_on_ok":
+        outcome.ok.setdefault(label, set()).add(host)
     if name == "runner_on_ok" and res.get("changed"):
         outcome.changes.setdefault(host, []).append(label)
         if (diff := diffs.unified(label, res)) is not None:

@@ -47,6 +47,10 @@ class RunContext:
     missing: dict[str, str] = field(default_factory=dict)  # host -> why it left the run (unreachable)
     derived_gates: dict[str, list[Gate]] = field(default_factory=dict)  # test -> gates judged across tests
     playbook_time: dict[str, dict[str, Any]] = field(default_factory=dict)  # stage -> every task's durations
+    # What validate's playbook did for the stages after it (pav.stages.validate.folded): hosts whose results
+    # archive it fetched, and hosts whose run folder it removed (True) or found gone (False).
+    collected: set[str] = field(default_factory=set)
+    torn_down: dict[str, bool] = field(default_factory=dict)
 
     @property
     def host_names(self) -> list[str]:

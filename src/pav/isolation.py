@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+MIN_HOSTS = 3  # two hosts that fail together cannot be told apart by pairing
+
 
 @dataclass
 class Step:

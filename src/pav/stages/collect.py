@@ -10,13 +10,19 @@ from pav.stages.playbook import play, record_hosts
 
 
 def run(ctx: RunContext) -> str:
-    # The role fetches each host's archive; unpacking here costs no module run per host.
-    outcome = play(ctx, "collect", "collect.yml", {"collect_unpack": False})
-    record_hosts(ctx, outcome, "collect")
+    # The role fetches each host's archive (validate's playbook may have for some or all hosts already:
+    # ctx.collected); unpacking here costs no module run per host.
+    left = [name for name in ctx.host_names if name not in ctx.collected]
+    ctx.collected = set()  # used once: a later round (isolation's re-runs) collects anew
+    failed: set[str] = set()
+    if left:
+        outcome = play(ctx, "collect", "collect.yml", {"collect_unpack": False}, hosts=left)
+        record_hosts(ctx, outcome, "collect")
+        failed = outcome.failed_hosts
     broken = {host.name: error for host in ctx.hosts if (error := unpack(ctx.run_dir / "hosts" / host.name))}
     for name in broken:
         ctx.results.hosts[name].status = "failed"
-    missing = sorted(set(outcome.failed_hosts) | set(broken))
+    missing = sorted(failed | set(broken))
     # A host that cannot be collected from keeps its tests as errors; the run goes on to the report.
     return (
         f"collected from {len(ctx.hosts) - len(missing)} host(s)"

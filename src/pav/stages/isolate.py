@@ -13,7 +13,7 @@ from pav import catalog
 from pav.context import RunContext
 from pav.errors import PavError
 from pav.evaluate import evaluate_group
-from pav.isolation import Step, Suspect, merge, pairs_first, to_record
+from pav.isolation import MIN_HOSTS, Step, Suspect, merge, pairs_first, to_record
 from pav.launches import Launch, cluster_launch
 from pav.results import TestResult
 from pav.stages import collect, report, validate
@@ -25,7 +25,6 @@ FAILED = ("fail", "error")
 # Launches whose every host runs torchrun: each pair gets its own rendezvous. mpirun tests start from one
 # host over the cluster's fixed hostfile, so they are not re-run per pair.
 ISOLABLE_LAUNCHERS = ("torchrun",)
-MIN_HOSTS = 3  # two hosts that fail together cannot be told apart by pairing
 
 
 def run(ctx: RunContext) -> str:

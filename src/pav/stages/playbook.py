@@ -12,19 +12,24 @@ from pav.reporting import changes, timings
 
 
 def play(
-    ctx: RunContext, stage: str, playbook: str, extravars: dict[str, Any] | None = None
+    ctx: RunContext,
+    stage: str,
+    playbook: str,
+    extravars: dict[str, Any] | None = None,
+    hosts: list[str] | None = None,
 ) -> PlaybookOutcome:
-    """Run `playbook` for `stage` on the run's hosts; hosts the run went on without are left out."""
+    """Run `playbook` for `stage` on the run's hosts (or those of them given); hosts the run went on
+    without are left out."""
     started = time.monotonic()
     outcome = run_playbook(
         stage,
         playbook,
         ctx.inventory_file,
-        ctx.host_names,
+        hosts or ctx.host_names,
         ctx.run_dir / "ansible" / stage,
         ctx.extravars() | (extravars or {}),
         verbose=ctx.options.verbose,
-        limit=ctx.limit,
+        limit=",".join(hosts) if hosts else ctx.limit,
     )
     timings.add(ctx.playbook_time.setdefault(stage, {}), outcome, time.monotonic() - started)
     ctx.results.ansible_time[stage] = timings.summary(ctx.playbook_time[stage])

@@ -7,6 +7,7 @@ import re
 from pav.context import RunContext
 from pav.stages.playbook import play
 from pav.stages.provision import terraform_env
+from pav.stages.validate import torn_down
 
 
 def run(ctx: RunContext) -> str:
@@ -18,10 +19,17 @@ def run(ctx: RunContext) -> str:
         return f"destroyed {len(destroyed)} resource(s)" if destroyed else "nothing to destroy"
     if not ctx.hosts:
         return "no hosts: nothing to remove"
-    outcome = play(ctx, "teardown", "teardown.yml")
-    left = sorted(outcome.failed_hosts)
+    # Validate's playbook may have done it already for some or all hosts (ctx.torn_down).
+    done = dict(ctx.torn_down)
+    rest = [name for name in ctx.host_names if name not in done]
+    failed: set[str] = set()
+    if rest:
+        outcome = play(ctx, "teardown", "teardown.yml", hosts=rest)
+        failed = outcome.failed_hosts
+        done |= torn_down(outcome)
+    left = sorted(failed)
     # The task changes a host when it removed the run's folder, or killed what the run left, or both.
-    removed = sorted(h for h, changes in outcome.changes.items() if "Remove the run folder" in changes)
+    removed = sorted(h for h, changed in done.items() if changed)
     # A folder templated per host (pav_remote_dir with {{ inventory_hostname }}) reads as HOST here.
     where = re.sub(r"\{\{\s*inventory_hostname\s*\}\}", "HOST", ctx.remote_run_dir)
     said = (

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pav import catalog, suites
+from pav.ansible_exec import PlaybookOutcome
 from pav.context import RunContext
+from pav.isolation import MIN_HOSTS
 from pav.launches import HostView, Launch, plan_launches
 from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
@@ -39,14 +43,49 @@ def run(ctx: RunContext) -> str:
         return "nothing to launch: every planned test was skipped"
     folding = ctx.settings.fold_launches and ctx.settings.launcher == "direct"
     runs = suites.fold(ctx.launches) if folding else ctx.launches
-    launch_tests(ctx, runs)
+    launch_tests(ctx, runs, extravars=folded(ctx))
     detail = f"{len(ctx.launches)} test(s) launched"
     if len(runs) < len(ctx.launches):
         detail += f" in {len(runs)} launches (a host's torch tests in suites: a process group per world)"
     return detail
 
 
-def launch_tests(ctx: RunContext, launches: list[Launch], stage: str = "validate") -> None:
-    outcome = play(ctx, stage, "validate.yml", {"pav_launches": [launch.to_var() for launch in launches]})
+def launch_tests(
+    ctx: RunContext, launches: list[Launch], stage: str = "validate", extravars: dict[str, Any] | None = None
+) -> None:
+    launched = {"pav_launches": [launch.to_var() for launch in launches]}
+    outcome = play(ctx, stage, "validate.yml", launched | (extravars or {}))
+    # Before any error is raised: the stages after this one must know what the playbook did for them.
+    ctx.collected = outcome.ok.get(FETCHED, set())
+    ctx.torn_down = torn_down(outcome)
     record_hosts(ctx, outcome, stage)
     raise_for_hosts(ctx, outcome, stage)
+
+
+# The tasks of playbooks/collect.yml and teardown.yml whose success on a host means that stage's work there
+# is done.
+FETCHED = "collect : Fetch the archive into the run dir"
+TORN_DOWN = "Remove the run folder"
+
+
+def torn_down(outcome: PlaybookOutcome) -> dict[str, bool]:
+    """Hosts the teardown play ran on: True where it removed the run's folder or killed what it left."""
+    return {host: TORN_DOWN in outcome.changes.get(host, []) for host in outcome.ok.get(TORN_DOWN, ())}
+
+
+def folded(ctx: RunContext) -> dict[str, Any]:
+    """Whether validate's playbook also collects and tears down (one ansible-playbook start each less).
+    Collect: whenever the run collects. Teardown: of static hosts only (a provisioned env is destroyed, not
+    cleaned), and only when no isolation re-run can need the hosts after validate: it re-runs a test on
+    pairs of at least MIN_HOSTS hosts, with the direct launcher, where isolation is on."""
+    isolation_possible = (
+        ctx.settings.isolate and ctx.settings.launcher == "direct" and len(ctx.hosts) >= MIN_HOSTS
+    )
+    tears_down = (
+        ctx.wants("teardown") and not ctx.options.keep and not ctx.env.provisions and not isolation_possible
+    )
+    return {
+        "pav_validate_collects": ctx.wants("collect"),
+        "pav_validate_tears_down": tears_down,
+        "collect_unpack": False,  # the collect stage unpacks in the driver's process
+    }
