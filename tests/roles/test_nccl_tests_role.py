@@ -168,6 +168,10 @@ def test_source_checkout_is_built_once_into_the_cache(tmp_path: Path) -> None:
     again, changed_again, out_again = play(tmp_path, extra)
     assert again == info | {"built_now": False, "reason": f"built from {src}, a cached build"}
     assert changed_again == 0, out_again
+    # A cache hit costs no module run for make, nor a second look at the build.
+    for task in ("Run make in the source folder", "Look for the built all_reduce_perf"):
+        shown = out_again.split(f"TASK [nccl_tests : {task}]")[1].split("TASK [")[0]
+        assert "skipping: [localhost]" in shown, shown
 
 
 def test_a_cache_that_must_not_be_written_is_read_and_a_new_build_goes_to_the_run(tmp_path: Path) -> None:
