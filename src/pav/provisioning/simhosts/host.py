@@ -168,9 +168,17 @@ def _make_host(state: State, net_: Net, index: int, name: str, pubkey: Path) -> 
     _prepare(state, index, name, pubkey)
     net.netns_up(net_, index)
     proc = _launch(state, net_, index, name)
-    (hd / "pid").write_text(f"{proc.pid}\n")
-    faults.check_fail(name, index)
-    _wait_for_sshd(proc, hd, name, index, net_.ip(index))
+    try:
+        (hd / "pid").write_text(f"{proc.pid}\n")
+        faults.check_fail(name, index)
+        _wait_for_sshd(proc, hd, name, index, net_.ip(index))
+    except BaseException:
+        # Killed by its handle: just after the launch the child may not have exec'd nsenter yet, so neither
+        # its command line nor the netns tells remove_host it is the host's (one outlived a failed
+        # host-up under load).
+        proc.kill()
+        proc.wait(timeout=10)
+        raise
     return _write_records(state, net_, index, name, proc.pid)
 
 
