@@ -68,3 +68,14 @@ def raise_for_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> No
     if failures:
         host, msgs = next(iter(failures.items()))
         raise PavError(f"{stage} failed on {host}: {msgs[0]}")
+
+
+# The tasks of playbooks/collect.yml and teardown.yml whose success on a host means that stage's work there
+# is done (validate's playbook may run them: pav.stages.validate.folded).
+FETCHED = "collect : Fetch the archive into the run dir"
+TORN_DOWN = "Remove the run folder"
+
+
+def torn_down(outcome: PlaybookOutcome) -> dict[str, bool]:
+    """Hosts the teardown play ran on: True where it removed the run's folder or killed what it left."""
+    return {host: TORN_DOWN in outcome.changes.get(host, []) for host in outcome.ok.get(TORN_DOWN, ())}

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 from pav.context import RunContext
-from pav.stages.playbook import play
+from pav.stages.playbook import play, torn_down
 from pav.stages.provision import terraform_env
-from pav.stages.validate import torn_down
 
 
 def run(ctx: RunContext) -> str:

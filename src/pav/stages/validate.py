@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from pav import catalog, suites
-from pav.ansible_exec import PlaybookOutcome
 from pav.context import RunContext
 from pav.isolation import MIN_HOSTS
 from pav.launches import HostView, Launch, plan_launches
 from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
-from pav.stages.playbook import play, raise_for_hosts, record_hosts
+from pav.stages.playbook import FETCHED, play, raise_for_hosts, record_hosts, torn_down
 
 
 def host_views(ctx: RunContext) -> list[HostView]:
@@ -60,17 +59,6 @@ def launch_tests(
     ctx.torn_down = torn_down(outcome)
     record_hosts(ctx, outcome, stage)
     raise_for_hosts(ctx, outcome, stage)
-
-
-# The tasks of playbooks/collect.yml and teardown.yml whose success on a host means that stage's work there
-# is done.
-FETCHED = "collect : Fetch the archive into the run dir"
-TORN_DOWN = "Remove the run folder"
-
-
-def torn_down(outcome: PlaybookOutcome) -> dict[str, bool]:
-    """Hosts the teardown play ran on: True where it removed the run's folder or killed what it left."""
-    return {host: TORN_DOWN in outcome.changes.get(host, []) for host in outcome.ok.get(TORN_DOWN, ())}
 
 
 def folded(ctx: RunContext) -> dict[str, Any]:
