@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 from pav import paths
 from pav.ansible_exec import PlaybookOutcome
 from pav.context import RunContext
+from pav.payload_installer import write_installer
 from pav.stages.playbook import play, raise_for_hosts, record_hosts
 
 
 def run(ctx: RunContext) -> str:
-    archive = pack_payload((ctx.run_dir / "ansible" / "payload.tar").resolve())
+    # Inside the run's folder: a run cancelled mid-deploy leaves no controller temp file behind.
+    script = (ctx.run_dir / "ansible" / "payload.sh").resolve()
+    installer = write_installer(script, paths.PAYLOAD / "pav_payload")
     try:
-        outcome = play(ctx, "configure", "configure.yml", {"torch_payload_archive": str(archive)})
+        outcome = play(ctx, "configure", "configure.yml", _payload_vars(ctx, installer))
     finally:
-        archive.unlink(missing_ok=True)
+        installer.unlink(missing_ok=True)
     record_hosts(ctx, outcome, "configure")
     save_facts(ctx, outcome)
     raise_for_hosts(ctx, outcome, "configure")
@@ -26,17 +28,11 @@ def run(ctx: RunContext) -> str:
     return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{dropped}{_pythons(ctx)}"
 
 
-def pack_payload(archive: Path) -> Path:
-    """payload/pav_payload as one tar inside the run's folder, which a cancelled run does not leave behind
-    elsewhere (a controller temp file would outlive a signal mid-deploy)."""
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "w") as tar:
-        tar.add(paths.PAYLOAD / "pav_payload", "pav_payload", filter=_no_cache)
-    return archive
-
-
-def _no_cache(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    return None if "__pycache__" in member.name.split("/") or member.name.endswith(".pyc") else member
+def _payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
+    # The facts read's job file lies in the run's folder on the host (configure.yml): a teardown removes it
+    # with the folder, a kept run keeps it with the rest of its work for a later teardown.
+    goes_with_the_run = ctx.wants("teardown") or ctx.options.keep
+    return {"torch_payload_installer": str(installer), "torch_payload_async_cleanup": not goes_with_the_run}
 
 
 def _pythons(ctx: RunContext) -> str:

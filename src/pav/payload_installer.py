@@ -1,0 +1,81 @@
+"""payload/pav_payload as one self-unpacking shell script, which the torch_payload role runs on each host
+with ansible.builtin.script: one transfer and no Python module run, where a folder, a stat and an unarchive
+cost three (about 1.5 s a host on an H100 box, docs/benchmarks.md).
+
+The script checks the files already in its destination against the sha256 of each member first and, when
+all match, unpacks nothing and prints `unchanged`: a second configure of hosts that keep the payload in a
+shared folder reports nothing changed, as unarchive's per-member comparison did."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+UNCHANGED = "unchanged"
+
+_HEAD = """#!/bin/sh
+# pav payload: sh THIS_FILE DEST unpacks pav_payload/ into DEST (made by provision-and-validate's driver).
+set -eu
+umask 022
+dest=$1
+if [ -d "$dest" ] && (cd "$dest" && sha256sum --status -c - 2>/dev/null) <<'PAV_SUMS'
+{sums}PAV_SUMS
+then
+  echo {unchanged}
+  exit 0
+fi
+mkdir -p "$dest"
+base64 -d <<'PAV_PAYLOAD' | tar --no-same-owner -xzf - -C "$dest"
+{data}PAV_PAYLOAD
+echo unpacked
+"""
+
+
+def write_installer(script: Path, package: Path) -> Path:
+    """The script for the package folder `package` (unpacked as DEST/<its name>), written at `script`."""
+    members = _files(package)
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(
+        _HEAD.format(
+            sums="".join(f"{hashlib.sha256(m.data).hexdigest()}  {m.name}\n" for m in members),
+            unchanged=UNCHANGED,
+            data=_base64_lines(_targz(members)),
+        )
+    )
+    return script
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str  # path under DEST
+    data: bytes
+    mtime: float  # kept: Python trusts a cached .pyc by its source's mtime and size
+
+
+def _files(package: Path) -> list[_Member]:
+    """Every file of the package, bytecode caches left out."""
+    found = []
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(package.parent)
+        if path.is_file() and "__pycache__" not in rel.parts and path.suffix != ".pyc":
+            found.append(_Member(rel.as_posix(), path.read_bytes(), path.stat().st_mtime))
+    return found
+
+
+def _targz(members: list[_Member]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for member in members:
+            info = tarfile.TarInfo(member.name)
+            info.size, info.mode, info.mtime = len(member.data), 0o644, int(member.mtime)
+            tar.addfile(info, io.BytesIO(member.data))
+    return buffer.getvalue()
+
+
+def _base64_lines(data: bytes) -> str:
+    text = base64.b64encode(data).decode()
+    return "".join(text[i : i + 76] + "\n" for i in range(0, len(text), 76))
