@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pav import catalog, interrupts, plan, rundir, torch_python
+from pav import catalog, interrupts, module_python, plan, rundir, torch_python
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
@@ -151,6 +151,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
     settings = load_settings(env.inventory_dir, options.extra_vars, provisions=env.provisions)
     if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:
         options.extra_vars["torch_payload_python"] = torch_python.choose()
+    if settings.payload_python_auto and "ansible_python_interpreter" not in options.extra_vars:
+        options.extra_vars["ansible_python_interpreter"] = module_python.choose()
     if args.platform:
         settings.platform = args.platform
     if args.tests:

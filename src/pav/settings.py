@@ -35,7 +35,8 @@ class Settings:
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
     slurm_mpi: str = "pmix"  # srun --mpi=THIS starts nccl-tests' ranks across nodes under --launcher slurm
-    # The hosts are this machine: the driver picks the payload's Python (torch_python.py) unless -e sets one.
+    # The hosts are this machine: the driver picks the payload's Python (torch_python.py) and the modules'
+    # (module_python.py) unless -e sets them.
     payload_python_auto: bool = False
 
     def timeout_for(self, test: str) -> int:

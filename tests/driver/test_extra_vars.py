@@ -1,5 +1,6 @@
 """-e/--extra-vars as ansible-playbook takes them: parsed, refused with one line when malformed, over the
-env's settings, into every playbook (roles check them), and the local env's own choice of payload Python."""
+env's settings, into every playbook (roles check them), and the local env's own choice of the payload's
+and the modules' Python."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pav import torch_python
+from pav import module_python, torch_python
 from pav.errors import PavError
 from pav.extravars import parse_extra_vars
 from pav.settings import load_settings
@@ -74,6 +75,16 @@ def test_local_env_falls_back_to_python3_on_path(tmp_path: Path, monkeypatch: py
     assert torch_python.choose() == str(with_torch)
     with_torch.write_text("#!/bin/sh\nexit 1\n")  # no torch there either: the driver's, named by configure
     assert torch_python.choose() == sys.executable
+
+
+def test_local_env_runs_modules_with_the_system_python_when_ansible_can(tmp_path: Path) -> None:
+    system = tmp_path / "python3"
+    system.write_text("#!/bin/sh\nexit 0\n")  # the version check's exit 0: 3.8 or later
+    system.chmod(0o755)
+    assert module_python.choose(str(system)) == str(system)
+    system.write_text("#!/bin/sh\nexit 1\n")  # older than ansible-core runs modules with
+    assert module_python.choose(str(system)) == sys.executable
+    assert module_python.choose(str(tmp_path / "absent")) == sys.executable
 
 
 @pytest.mark.slow
