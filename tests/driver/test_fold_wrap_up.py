@@ -4,28 +4,11 @@ the saving itself (tests/driver/test_local_env.py: no collect or teardown playbo
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
-
 import pytest
 
-from pav.context import STAGES, Options, RunContext
-from pav.envs import EnvSpec
-from pav.inventory import Host
-from pav.results import RunResults
-from pav.settings import Settings
+from pav.context import STAGES, Options
 from pav.stages.validate import folded
-
-
-def context(
-    hosts: int = 1, provisions: bool = False, options: Options | None = None, **settings: object
-) -> RunContext:
-    env = EnvSpec("t", Path("inv"), None if provisions else Path("inv/hosts.yml"),
-                  Path("tf") if provisions else None)  # fmt: skip
-    ctx = RunContext(env, options or Options(), replace(Settings(), **settings), Path("run"),
-                     RunResults("id", "t", "inv", "run"))  # fmt: skip
-    ctx.hosts = [Host(f"h{i}", f"10.0.0.{i}") for i in range(hosts)]
-    return ctx
+from tests.driver.contexts import context
 
 
 @pytest.mark.parametrize("hosts", [1, 2])

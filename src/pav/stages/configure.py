@@ -17,7 +17,7 @@ def run(ctx: RunContext) -> str:
     script = (ctx.run_dir / "ansible" / "payload.sh").resolve()
     installer = write_installer(script, paths.PAYLOAD / "pav_payload")
     try:
-        outcome = play(ctx, "configure", "configure.yml", _payload_vars(ctx, installer))
+        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, installer))
     finally:
         installer.unlink(missing_ok=True)
     record_hosts(ctx, outcome, "configure")
@@ -28,7 +28,7 @@ def run(ctx: RunContext) -> str:
     return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{dropped}{_pythons(ctx)}"
 
 
-def _payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
+def payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
     # The facts read's job file lies in the run's folder on the host (configure.yml): a teardown removes it
     # with the folder, a kept run keeps it with the rest of its work for a later teardown.
     goes_with_the_run = ctx.wants("teardown") or ctx.options.keep

@@ -1,0 +1,23 @@
+"""A RunContext for tests of the driver's own decisions, with no env, inventory or run behind it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from pav.context import Options, RunContext
+from pav.envs import EnvSpec
+from pav.inventory import Host
+from pav.results import RunResults
+from pav.settings import Settings
+
+
+def context(
+    hosts: int = 1, provisions: bool = False, options: Options | None = None, **settings: object
+) -> RunContext:
+    env = EnvSpec("t", Path("inv"), None if provisions else Path("inv/hosts.yml"),
+                  Path("tf") if provisions else None)  # fmt: skip
+    ctx = RunContext(env, options or Options(), replace(Settings(), **settings), Path("run"),
+                     RunResults("id", "t", "inv", "run"))  # fmt: skip
+    ctx.hosts = [Host(f"h{i}", f"10.0.0.{i}") for i in range(hosts)]
+    return ctx

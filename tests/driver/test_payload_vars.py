@@ -1,0 +1,31 @@
+"""What the configure stage tells torch_payload (pav.stages.configure.payload_vars): the driver's payload
+script, and whether the facts read's job file needs a module run to remove it: not where the run's folder
+on the host goes at teardown or is kept for a later one, with the job file inside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pav.context import STAGES, Options
+from pav.stages.configure import payload_vars
+from tests.driver.contexts import context
+
+SCRIPT = Path("/run/ansible/payload.sh")
+
+
+def test_a_run_that_tears_down_leaves_the_job_file_to_teardown() -> None:
+    assert payload_vars(context(), SCRIPT) == {
+        "torch_payload_installer": str(SCRIPT), "torch_payload_async_cleanup": False,
+    }  # fmt: skip
+
+
+def test_a_kept_run_keeps_it_with_its_folder() -> None:
+    kept = Options(stages=("provision", "configure"), keep=True)
+    assert payload_vars(context(options=kept), SCRIPT)["torch_payload_async_cleanup"] is False
+
+
+def test_a_run_without_teardown_or_keep_removes_it() -> None:
+    no_teardown = Options(stages=tuple(s for s in STAGES if s != "teardown"))
+    assert payload_vars(context(options=no_teardown), SCRIPT)["torch_payload_async_cleanup"] is True
+    configure_only = Options(stages=("configure",))
+    assert payload_vars(context(options=configure_only), SCRIPT)["torch_payload_async_cleanup"] is True
