@@ -22,6 +22,7 @@ DRIVER_OWNED = {
     "pav_run_dir": "use --run-dir",
     "pav_payload_src": "the payload is the checkout's payload/",
     "torch_payload_installer": "the driver packs the checkout's payload/ for each run",
+    "torch_payload_async_dir": "the driver keeps the facts read's job file in the run's folder on the host",
     "torch_payload_async_cleanup": "the driver skips it where the run's folder goes at teardown",
     "pav_state_dir": "set PAV_STATE_DIR",
     "pav_controller_python": "it is the Python running provision-and-validate",

@@ -1,6 +1,6 @@
 """What the configure stage tells torch_payload (pav.stages.configure.payload_vars): the driver's payload
-script, and whether the facts read's job file needs a module run to remove it: not where the run's folder
-on the host goes at teardown or is kept for a later one, with the job file inside it."""
+script, the facts read's job file inside the run's folder on the host, and whether that file needs a module
+run to remove it: not where the folder goes at teardown or is kept for a later one."""
 
 from __future__ import annotations
 
@@ -14,9 +14,12 @@ SCRIPT = Path("/run/ansible/payload.sh")
 
 
 def test_a_run_that_tears_down_leaves_the_job_file_to_teardown() -> None:
-    assert payload_vars(context(), SCRIPT) == {
-        "torch_payload_installer": str(SCRIPT), "torch_payload_async_cleanup": False,
-    }  # fmt: skip
+    ctx = context()
+    assert payload_vars(ctx, SCRIPT) == {
+        "torch_payload_installer": str(SCRIPT),
+        "torch_payload_async_dir": f"{ctx.remote_run_dir}/.async",
+        "torch_payload_async_cleanup": False,
+    }
 
 
 def test_a_kept_run_keeps_it_with_its_folder() -> None:

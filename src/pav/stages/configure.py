@@ -29,10 +29,14 @@ def run(ctx: RunContext) -> str:
 
 
 def payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
-    # The facts read's job file lies in the run's folder on the host (configure.yml): a teardown removes it
-    # with the folder, a kept run keeps it with the rest of its work for a later teardown.
+    # The facts read's job file goes into the run's folder on the host: a teardown removes it with the
+    # folder, a kept run keeps it with the rest of its work for a later teardown.
     goes_with_the_run = ctx.wants("teardown") or ctx.options.keep
-    return {"torch_payload_installer": str(installer), "torch_payload_async_cleanup": not goes_with_the_run}
+    return {
+        "torch_payload_installer": str(installer),
+        "torch_payload_async_dir": f"{ctx.remote_run_dir}/.async",
+        "torch_payload_async_cleanup": not goes_with_the_run,
+    }
 
 
 def _pythons(ctx: RunContext) -> str:
