@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pav import paths
+from pav import catalog, paths
 from pav.ansible_exec import PlaybookOutcome
 from pav.context import RunContext
 from pav.payload_installer import write_installer
@@ -17,7 +17,7 @@ def run(ctx: RunContext) -> str:
     script = (ctx.run_dir / "ansible" / "payload.sh").resolve()
     installer = write_installer(script, paths.PAYLOAD / "pav_payload")
     try:
-        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, installer))
+        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, installer) | mpi_vars(ctx))
     finally:
         installer.unlink(missing_ok=True)
     record_hosts(ctx, outcome, "configure")
@@ -25,7 +25,7 @@ def run(ctx: RunContext) -> str:
     raise_for_hosts(ctx, outcome, "configure")
     mode = "applied" if ctx.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
     dropped = f"; went on without {', '.join(ctx.missing)} (--allow-missing)" if ctx.missing else ""
-    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{dropped}{_pythons(ctx)}"
+    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{_mpi(ctx)}{dropped}{_pythons(ctx)}"
 
 
 def payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
@@ -37,6 +37,28 @@ def payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
         "torch_payload_async_dir": f"{ctx.remote_run_dir}/.async",
         "torch_payload_async_cleanup": not goes_with_the_run,
     }
+
+
+# What starts MPI programs: mpirun, and nccl-tests (its cluster form runs under mpirun; an MPI build of its
+# host form needs MPI's headers and libraries).
+MPI_LAUNCHERS = ("mpirun", "nccl_tests")
+
+
+def mpi_needed(ctx: RunContext) -> bool:
+    """Whether the mpi role runs: a run that validates sets up MPI only for tests that start MPI programs
+    (on each host that is ~20 module runs and a compile); a configure without validate sets it up, since
+    the hosts are being readied for whatever runs on them next."""
+    if not ctx.wants("validate"):
+        return True
+    return any(spec.launcher in MPI_LAUNCHERS for spec in catalog.select(ctx.settings.tests))
+
+
+def mpi_vars(ctx: RunContext) -> dict[str, object]:
+    return {"pav_mpi_needed": mpi_needed(ctx)}
+
+
+def _mpi(ctx: RunContext) -> str:
+    return "" if mpi_needed(ctx) else "; MPI not set up (no planned test starts an MPI program)"
 
 
 def _pythons(ctx: RunContext) -> str:
