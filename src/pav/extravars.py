@@ -25,6 +25,7 @@ DRIVER_OWNED = {
     "torch_payload_async_dir": "the driver keeps the facts read's job file in the run's folder on the host",
     "torch_payload_async_cleanup": "the driver skips it where the run's folder goes at teardown",
     "pav_mpi_needed": "MPI is set up where a planned test starts an MPI program; see pav_install_mpi",
+    "pav_nccl_tests_needed": "nccl-tests is set up where a planned test runs it",
     "pav_state_dir": "set PAV_STATE_DIR",
     "pav_controller_python": "it is the Python running provision-and-validate",
     "pav_allow_missing": "use --allow-missing",

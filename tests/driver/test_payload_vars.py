@@ -1,14 +1,14 @@
 """What the configure stage tells the roles: torch_payload (pav.stages.configure.payload_vars) the driver's
 payload script, the facts read's job file inside the run's folder on the host, and whether that file needs a
 module run to remove it (not where the folder goes at teardown or is kept for a later one); the playbook
-whether the mpi role runs (mpi_vars)."""
+which install roles run (install_vars)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from pav.context import STAGES, Options
-from pav.stages.configure import mpi_vars, payload_vars
+from pav.stages.configure import install_vars, payload_vars
 from tests.driver.contexts import context
 
 SCRIPT = Path("/run/ansible/payload.sh")
@@ -35,12 +35,19 @@ def test_a_run_without_teardown_or_keep_removes_it() -> None:
     assert payload_vars(context(options=configure_only), SCRIPT)["torch_payload_async_cleanup"] is True
 
 
-def test_mpi_is_set_up_only_for_tests_that_start_mpi_programs() -> None:
-    assert mpi_vars(context(tests=["torch_gloo_allreduce", "ddp_cpu_train"])) == {"pav_mpi_needed": False}
-    assert mpi_vars(context(tests=["torch_gloo_allreduce", "mpi_allreduce"])) == {"pav_mpi_needed": True}
-    assert mpi_vars(context(tests=["nccl_tests_all_reduce"])) == {"pav_mpi_needed": True}
+def test_mpi_and_nccl_tests_are_set_up_only_for_tests_that_use_them() -> None:
+    torch_only = context(tests=["torch_gloo_allreduce", "ddp_cpu_train"])
+    assert install_vars(torch_only) == {"pav_mpi_needed": False, "pav_nccl_tests_needed": False}
+    with_mpi = context(tests=["torch_gloo_allreduce", "mpi_allreduce"])
+    assert install_vars(with_mpi) == {"pav_mpi_needed": True, "pav_nccl_tests_needed": False}
+    # nccl-tests needs MPI too: its cluster form runs under mpirun, an MPI build links it.
+    with_nccl_tests = context(tests=["nccl_tests_all_reduce"])
+    assert install_vars(with_nccl_tests) == {"pav_mpi_needed": True, "pav_nccl_tests_needed": True}
 
 
-def test_a_configure_without_validate_sets_mpi_up_for_what_comes_next() -> None:
+def test_a_configure_without_validate_sets_everything_up_for_what_comes_next() -> None:
     readying = Options(stages=("provision", "configure"), keep=True)
-    assert mpi_vars(context(options=readying, tests=["torch_gloo_allreduce"])) == {"pav_mpi_needed": True}
+    assert install_vars(context(options=readying, tests=["torch_gloo_allreduce"])) == {
+        "pav_mpi_needed": True,
+        "pav_nccl_tests_needed": True,
+    }

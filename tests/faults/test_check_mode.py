@@ -52,9 +52,12 @@ def test_a_check_mode_run_changes_nothing_outside_its_folder(sim_deps: None, san
     # The host's own writes land in its overlay's upper layer: anything the run changes shows there.
     host = sandbox.state / "sim" / "run" / "0" / "fs" / "upper"
     before = listing(host, Path("/nonexistent"))
+    # mpi_allreduce (skipped on one host) is planned so that configure sets MPI up: it only does for tests
+    # that start MPI programs.
     run = sandbox.cli(
         "--inventory", str(inventory), "--check-tuning",
-        "--stages", "configure,validate,collect,report,teardown", "--tests", "torch_gloo_allreduce",
+        "--stages", "configure,validate,collect,report,teardown",
+        "--tests", "torch_gloo_allreduce,mpi_allreduce",
     )  # fmt: skip
     assert run.rc == 0, run.stdout + run.stderr
     results = sandbox.results()

@@ -61,9 +61,10 @@ def test_allow_missing_validates_the_rest(sim_deps: None, sandbox: Sandbox) -> N
     assert missing["reason"].startswith(f"not validated: host {host1} is unreachable"), missing["reason"]
     stages = {s["name"]: s for s in results["stages"]}
     assert f"went on without {host1}" in stages["configure"]["detail"]
-    # Only torchrun tests planned: the mpi role did not run (pav_mpi_needed), so no host records MPI facts.
-    assert "MPI not set up" in stages["configure"]["detail"]
-    assert "mpi" not in json.loads((sandbox.run_dir("run") / "hosts" / host0 / "facts.json").read_text())
+    # Only a torchrun test planned: the mpi and nccl_tests roles did not run, so no host records their facts.
+    assert "MPI and nccl-tests not set up (no planned test uses them)" in stages["configure"]["detail"]
+    facts = json.loads((sandbox.run_dir("run") / "hosts" / host0 / "facts.json").read_text())
+    assert "mpi" not in facts and "nccl_tests" not in facts
     assert results["hosts"][host1]["ansible"]["configure"] == {}  # not tried again: provision waited already
     assert stages["collect"]["detail"] == "collected from 1 host(s)"  # the lost host was not tried again
     assert stages["teardown"]["status"] == "ok" and len(results["destroyed"]) == 3

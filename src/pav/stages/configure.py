@@ -17,7 +17,7 @@ def run(ctx: RunContext) -> str:
     script = (ctx.run_dir / "ansible" / "payload.sh").resolve()
     installer = write_installer(script, paths.PAYLOAD / "pav_payload")
     try:
-        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, installer) | mpi_vars(ctx))
+        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, installer) | install_vars(ctx))
     finally:
         installer.unlink(missing_ok=True)
     record_hosts(ctx, outcome, "configure")
@@ -25,7 +25,7 @@ def run(ctx: RunContext) -> str:
     raise_for_hosts(ctx, outcome, "configure")
     mode = "applied" if ctx.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
     dropped = f"; went on without {', '.join(ctx.missing)} (--allow-missing)" if ctx.missing else ""
-    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{_mpi(ctx)}{dropped}{_pythons(ctx)}"
+    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{_skipped(ctx)}{dropped}{_pythons(ctx)}"
 
 
 def payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
@@ -39,26 +39,30 @@ def payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
     }
 
 
-# What starts MPI programs: mpirun, and nccl-tests (its cluster form runs under mpirun; an MPI build of its
-# host form needs MPI's headers and libraries).
-MPI_LAUNCHERS = ("mpirun", "nccl_tests")
+# The install roles, each with the launchers of the tests it serves and its name in configure's line:
+# nccl-tests' cluster form runs under mpirun, and an MPI build of its host form needs MPI's headers.
+INSTALLS = {"mpi": (("mpirun", "nccl_tests"), "MPI"), "nccl_tests": (("nccl_tests",), "nccl-tests")}
 
 
-def mpi_needed(ctx: RunContext) -> bool:
-    """Whether the mpi role runs: a run that validates sets up MPI only for tests that start MPI programs
-    (on each host that is ~20 module runs and a compile); a configure without validate sets it up, since
-    the hosts are being readied for whatever runs on them next."""
+def installs_needed(ctx: RunContext) -> dict[str, bool]:
+    """Which install roles run: a run that validates installs only what its planned tests launch with (MPI
+    alone is ~20 module runs and a compile per host); a configure without validate installs everything,
+    since the hosts are being readied for whatever runs on them next."""
     if not ctx.wants("validate"):
-        return True
-    return any(spec.launcher in MPI_LAUNCHERS for spec in catalog.select(ctx.settings.tests))
+        return dict.fromkeys(INSTALLS, True)
+    launchers = {spec.launcher for spec in catalog.select(ctx.settings.tests)}
+    return {role: bool(launchers & set(used_by)) for role, (used_by, _) in INSTALLS.items()}
 
 
-def mpi_vars(ctx: RunContext) -> dict[str, object]:
-    return {"pav_mpi_needed": mpi_needed(ctx)}
+def install_vars(ctx: RunContext) -> dict[str, object]:
+    return {f"pav_{role}_needed": needed for role, needed in installs_needed(ctx).items()}
 
 
-def _mpi(ctx: RunContext) -> str:
-    return "" if mpi_needed(ctx) else "; MPI not set up (no planned test starts an MPI program)"
+def _skipped(ctx: RunContext) -> str:
+    names = [INSTALLS[role][1] for role, needed in installs_needed(ctx).items() if not needed]
+    if not names:
+        return ""
+    return f"; {' and '.join(names)} not set up (no planned test uses {'them' if len(names) > 1 else 'it'})"
 
 
 def _pythons(ctx: RunContext) -> str:
