@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pav.context import STAGES, Options
-from pav.stages.configure import install_vars, payload_vars
+from pav.stages.configure import install_vars, installs_needed, payload_vars
 from tests.driver.contexts import context
 
 SCRIPT = Path("/run/ansible/payload.sh")
@@ -37,17 +37,23 @@ def test_a_run_without_teardown_or_keep_removes_it() -> None:
 
 def test_mpi_and_nccl_tests_are_set_up_only_for_tests_that_use_them() -> None:
     torch_only = context(tests=["torch_gloo_allreduce", "ddp_cpu_train"])
-    assert install_vars(torch_only) == {"pav_mpi_needed": False, "pav_nccl_tests_needed": False}
+    assert install_vars(installs_needed(torch_only)) == {
+        "pav_mpi_needed": False,
+        "pav_nccl_tests_needed": False,
+    }
     with_mpi = context(tests=["torch_gloo_allreduce", "mpi_allreduce"])
-    assert install_vars(with_mpi) == {"pav_mpi_needed": True, "pav_nccl_tests_needed": False}
+    assert install_vars(installs_needed(with_mpi)) == {"pav_mpi_needed": True, "pav_nccl_tests_needed": False}
     # nccl-tests needs MPI too: its cluster form runs under mpirun, an MPI build links it.
     with_nccl_tests = context(tests=["nccl_tests_all_reduce"])
-    assert install_vars(with_nccl_tests) == {"pav_mpi_needed": True, "pav_nccl_tests_needed": True}
+    assert install_vars(installs_needed(with_nccl_tests)) == {
+        "pav_mpi_needed": True,
+        "pav_nccl_tests_needed": True,
+    }
 
 
 def test_a_configure_without_validate_sets_everything_up_for_what_comes_next() -> None:
     readying = Options(stages=("provision", "configure"), keep=True)
-    assert install_vars(context(options=readying, tests=["torch_gloo_allreduce"])) == {
+    assert install_vars(installs_needed(context(options=readying, tests=["torch_gloo_allreduce"]))) == {
         "pav_mpi_needed": True,
         "pav_nccl_tests_needed": True,
     }

@@ -16,8 +16,9 @@ def run(ctx: RunContext) -> str:
     # Inside the run's folder: a run cancelled mid-deploy leaves no controller temp file behind.
     script = (ctx.run_dir / "ansible" / "payload.sh").resolve()
     installer = write_installer(script, paths.PAYLOAD / "pav_payload")
+    needed = installs_needed(ctx)
     try:
-        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, installer) | install_vars(ctx))
+        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, installer) | install_vars(needed))
     finally:
         installer.unlink(missing_ok=True)
     record_hosts(ctx, outcome, "configure")
@@ -25,7 +26,7 @@ def run(ctx: RunContext) -> str:
     raise_for_hosts(ctx, outcome, "configure")
     mode = "applied" if ctx.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
     dropped = f"; went on without {', '.join(ctx.missing)} (--allow-missing)" if ctx.missing else ""
-    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{_skipped(ctx)}{dropped}{_pythons(ctx)}"
+    return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{_skipped(needed)}{dropped}{_pythons(ctx)}"
 
 
 def payload_vars(ctx: RunContext, installer: Path) -> dict[str, object]:
@@ -54,12 +55,12 @@ def installs_needed(ctx: RunContext) -> dict[str, bool]:
     return {role: bool(launchers & set(used_by)) for role, (used_by, _) in INSTALLS.items()}
 
 
-def install_vars(ctx: RunContext) -> dict[str, object]:
-    return {f"pav_{role}_needed": needed for role, needed in installs_needed(ctx).items()}
+def install_vars(needed: dict[str, bool]) -> dict[str, object]:
+    return {f"pav_{role}_needed": wanted for role, wanted in needed.items()}
 
 
-def _skipped(ctx: RunContext) -> str:
-    names = [INSTALLS[role][1] for role, needed in installs_needed(ctx).items() if not needed]
+def _skipped(needed: dict[str, bool]) -> str:
+    names = [INSTALLS[role][1] for role, wanted in needed.items() if not wanted]
     if not names:
         return ""
     return f"; {' and '.join(names)} not set up (no planned test uses {'them' if len(names) > 1 else 'it'})"
