@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ansible_runner
-
 from pav import interrupts, paths
 from pav.errors import PavError
 from pav.progress import Progress
@@ -84,6 +82,8 @@ def run_playbook(
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir(private_dir.parent)),
         "PAV_PLAYBOOK": str(private_dir),  # marks ansible-playbook, its workers and their ssh
     }
+    import ansible_runner  # here, not at the top: a dry run or a refused input starts no playbook
+
     with Progress(stage, hosts, verbose=verbose) as progress, _removed_after(local_tmp):
         runner = ansible_runner.run(
             private_data_dir=str(private_dir),

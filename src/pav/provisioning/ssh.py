@@ -6,12 +6,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
-import paramiko
+from typing import TYPE_CHECKING
 
 from pav import interrupts
 from pav.errors import PavError
 from pav.provisioning.hosts import ProvisionedHost
+
+if TYPE_CHECKING:
+    import paramiko
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ def _wait_or_why(host: ProvisionedHost, key: Path, timeout_s: float) -> PinnedKe
 
 
 def _wait_one(host: ProvisionedHost, key: Path, timeout_s: float) -> PinnedKey:
+    import paramiko  # here, not at the top: most runs never speak SSH from the driver (0.1 s of every start)
+
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     while time.monotonic() < deadline:
@@ -77,6 +81,8 @@ def open_client(
 ) -> paramiko.SSHClient:
     """A connected client: to a new host (``known_hosts`` None: its key is learned), or to one whose key is
     pinned in ``known_hosts`` (any other key is refused). The caller closes it."""
+    import paramiko
+
     client = paramiko.SSHClient()
     if known_hosts is None:
         client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
