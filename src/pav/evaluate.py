@@ -86,7 +86,7 @@ def _judge_ranks(
 ) -> TestResult:
     bad = [r for r in ranks if r.get("status") != "pass"]
     if bad:
-        worst = next((r for r in bad if r.get("status") == "error"), bad[0])
+        worst = _cause(bad)
         result.status = "error" if worst.get("status") == "error" else "fail"
         result.reason = f"rank {worst.get('rank')}: {worst.get('reason') or worst.get('status')}"
         result.metrics.update(summarize(ranks))
@@ -105,6 +105,14 @@ def _judge_ranks(
     result.status = "fail" if failures else "pass"
     result.reason = "; ".join(failures)
     return result
+
+
+def _cause(bad: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rank whose report explains the failure: an error that rank finished (its own exception) before
+    one that never finished (its provisional report: killed by torchrun after a peer failed, or hung, which
+    of the two depends on timing), before a fail."""
+    errors = [r for r in bad if r.get("status") == "error"]
+    return next((r for r in errors if r.get("ended")), errors[0] if errors else bad[0])
 
 
 def _judge_nccl_tests(

@@ -78,6 +78,16 @@ def test_failed_rank_is_fail_naming_rank(tmp_path: Path) -> None:
     assert res.status == "fail" and res.reason.startswith("rank 1:")
 
 
+def test_the_rank_that_failed_is_named_not_the_one_killed_after_it(tmp_path: Path) -> None:
+    # torchrun kills rank 1 when rank 0 raises: rank 1 keeps its provisional report (no end time), whichever
+    # of the two the host lists first.
+    unfinished = rank(0, "error") | {"reason": "rank started but did not finish (killed, crashed or hung)"}
+    raised = rank(1, "error") | {"reason": "RuntimeError: CUDA is not available", "ended": "2026-11-25"}
+    write_host(tmp_path, "h0", 1, [unfinished, raised])
+    [res] = evaluate_launch(launch(), tmp_path, [GATE])
+    assert (res.status, res.reason) == ("error", "rank 1: RuntimeError: CUDA is not available")
+
+
 def test_gate_fails_on_wrong_values(tmp_path: Path) -> None:
     write_host(tmp_path, "h0", 0, [rank(0, wrong=1), rank(1)])
     [res] = evaluate_launch(launch(), tmp_path, [GATE])
