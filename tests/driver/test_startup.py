@@ -1,8 +1,7 @@
 """What every start of the driver pays: a dry run, a refused input or --help loads no library it does not use.
 
-paramiko (with invoke and cryptography) and ansible_runner were ~0.15 CPU-s of each start; the suite starts
-the driver some hundreds of times, and a user waits for each --dry-run (docs/benchmarks.md, session 13).
-"""
+paramiko (with invoke and cryptography) and ansible_runner were ~0.15 CPU-s of each start, paid by every
+dry run a user waits for and every driver the test suite starts (docs/benchmarks.md, session 13)."""
 
 from __future__ import annotations
 
