@@ -1,6 +1,7 @@
-"""payload/pav_payload as one self-unpacking shell script, which the torch_payload role runs on each host
-with ansible.builtin.script: one transfer and no Python module run, where a folder, a stat and an unarchive
-cost three (about 1.5 s a host on an H100 box, docs/benchmarks.md).
+"""A folder as one self-unpacking shell script: payload/pav_payload, which the torch_payload role runs on
+each host with ansible.builtin.script (one transfer and no Python module run, where a folder, a stat and an
+unarchive cost three: about 1.5 s a host on an H100 box, docs/benchmarks.md), and a Slurm run's job scripts,
+which the slurm_jobs role stages the same way (a stat and a copy module run per file before).
 
 The script checks the files already in its destination against the sha256 of each member first and, when
 all match, unpacks nothing and prints `unchanged`: a second configure of hosts that keep the payload in a

@@ -36,6 +36,17 @@ class SlurmRuns:
         return json.loads((run_dir / "results.json").read_text())
 
 
+def tasks_run(run_dir: Path, stage: str) -> dict[str, set[str]]:
+    """The tasks of a stage's playbook that ran (ok or changed), each with the hosts it ran on."""
+    ran: dict[str, set[str]] = {}
+    for path in (run_dir / "ansible" / stage).glob("artifacts/*/job_events/*.json"):
+        event = json.loads(path.read_text())
+        if event.get("event") == "runner_on_ok":
+            data = event["event_data"]
+            ran.setdefault(data["task"], set()).add(data["host"])
+    return ran
+
+
 def by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["name"]: t for t in results["tests"]}
 
@@ -74,6 +85,11 @@ def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
     script = (runs.healthy_dir / "slurm" / f"{MULTI}.sbatch").read_text()
     assert "#SBATCH --nodes=2" in script and "#SBATCH --exclusive" in script
     assert "srun --kill-on-bad-exit=1 --ntasks-per-node=1" in script
+    # The job scripts reached each host as one self-unpacking script: no module run per file.
+    ran = tasks_run(runs.healthy_dir, "validate")
+    assert ran["Unpack the run's job scripts on the host"] == set(results["hosts"]), ran
+    assert "Copy the job scripts" not in ran and "Create the run's slurm folder" not in ran
+    assert not (runs.healthy_dir / "ansible" / "slurm-jobs.sh").exists()  # the driver removed its copy
 
 
 def test_slurm_checks_run_as_tests(runs: SlurmRuns) -> None:
