@@ -33,6 +33,8 @@ def test_the_degraded_host_and_only_it_is_named(configured: Configured, sandbox:
     assert suspect["evidence"] and all(bad in e["hosts"] for e in suspect["evidence"])
     # Pairs without the bad host passed: that is what clears the others.
     assert any(s["status"] == "pass" and bad not in s["hosts"] for s in isolation["steps"]), isolation
+    # Each round's playbook collected its results itself: no collect playbook of its own ran.
+    assert not (sandbox.run_dir("run") / "ansible" / "collect").exists()
     summary = (sandbox.run_dir("run") / "summary.txt").read_text()
     assert f"  {bad}: " in summary and "suspect hosts" in summary
     # The report's suspect box names it, and no other host.

@@ -25,6 +25,7 @@ FAILED = ("fail", "error")
 # Launches whose every host runs torchrun: each pair gets its own rendezvous. mpirun tests start from one
 # host over the cluster's fixed hostfile, so they are not re-run per pair.
 ISOLABLE_LAUNCHERS = ("torchrun",)
+ROUND_COLLECTS = {"pav_validate_collects": True, "collect_unpack": False}  # the collect stage unpacks
 
 
 def run(ctx: RunContext) -> str:
@@ -104,7 +105,9 @@ def _round(
             launch.argv_by_host |= part.argv_by_host
             launch.ranks_by_host |= part.ranks_by_host
             launch.members += group
-    validate.launch_tests(ctx, [launch], stage="isolate")
+    # The round's playbook collects too (one ansible-playbook start less a round); collect.run then only
+    # fetches what it could not.
+    validate.launch_tests(ctx, [launch], stage="isolate", extravars=ROUND_COLLECTS)
     collect.run(ctx)
     gates, _ = split_gates(profile.get(spec.gates_of or spec.name, []))
     results = [evaluate_group(launch, group, group, ctx.run_dir, gates) for group in groups]
