@@ -8,6 +8,8 @@ cluster by the run_tests role like any launch. It writes, in --out:
 - job.log (the job's output, also echoed to stdout: the launcher log) and job.sbatch (the script)
 - with --gather: the rank reports the job's tasks wrote in DIR (on the shared filesystem), which is
   removed afterwards
+- with --record-to DIR (repeatable): slurm.json, job.log and job.sbatch in DIR too, for a job that runs
+  several tests (a host's suites): each test's results carry the job it ran in
 
 Exit code: the job's (scontrol's ExitCode), 1 when it ended in a failed state with code 0, 124 when this
 process was told to stop (the launch's timeout): the job is cancelled first.
@@ -135,6 +137,13 @@ def gather(src: Path, out: Path) -> None:
         src.parent.rmdir()
 
 
+def copy_record(out: Path, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("slurm.json", "job.log", "job.sbatch"):
+        if (out / name).is_file():
+            shutil.copyfile(out / name, folder / name)
+
+
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
     raise Stop(signal.Signals(signum).name)
 
@@ -145,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for slurm.json, job.log, reports")
     parser.add_argument("--gather", type=Path, help="folder whose rank reports are moved into --out")
     parser.add_argument("--mkdir", type=Path, action="append", default=[], help="folder to make first")
+    parser.add_argument("--record-to", type=Path, action="append", default=[], help="another test's folder")
     parser.add_argument("--poll-s", type=float, default=1.0)
     args = parser.parse_args(argv)
     for folder in [args.out, *args.mkdir]:
@@ -170,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     code = record(args.out, args.script, job_id, job, submitted, stopped)
     if args.gather:
         gather(args.gather, args.out)
+    for folder in args.record_to:
+        copy_record(args.out, folder)
     return code
 
 

@@ -42,7 +42,8 @@ class RunContext:
     results: RunResults
     inventory_file: Path | None = None
     hosts: list[Host] = field(default_factory=list)
-    launches: list[Launch] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)  # one per test: what the report judges
+    runs: list[Launch] = field(default_factory=list)  # what validate's playbook runs (suites folded in)
     provisioned: dict[str, Any] = field(default_factory=dict)  # what teardown must destroy
     missing: dict[str, str] = field(default_factory=dict)  # host -> why it left the run (unreachable)
     derived_gates: dict[str, list[Gate]] = field(default_factory=dict)  # test -> gates judged across tests

@@ -23,18 +23,24 @@ _STANDALONE = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_p
 def fold(launches: list[Launch]) -> list[Launch]:
     """The launches to run: a host set's foldable launches (two or more) become one launch of suites, in the
     place of the first of them; the rest stay as they are."""
+    return [run for run, _ in fold_with_members(launches)]
+
+
+def fold_with_members(launches: list[Launch]) -> list[tuple[Launch, list[Launch]]]:
+    """fold's launches, each with the launches of the tests it runs (itself, where it was not folded)."""
     keyed = [(launch, _key(launch)) for launch in launches]
     by_hosts: dict[tuple[str, ...], list[tuple[tuple[Any, ...], Launch]]] = {}
     for launch, key in keyed:
         if key is not None:
             by_hosts.setdefault(tuple(sorted(launch.argv_by_host)), []).append((key, launch))
-    out: list[Launch] = []
+    out: list[tuple[Launch, list[Launch]]] = []
     for launch, key in keyed:
         group = by_hosts[tuple(sorted(launch.argv_by_host))] if key is not None else []
         if len(group) < 2:
-            out.append(launch)
+            out.append((launch, [launch]))
         elif launch is group[0][1]:
-            out.append(suites_launch(group, sum(o.test.startswith("pav_suites") for o in out) + 1))
+            number = sum(run.test.startswith("pav_suites") for run, _ in out) + 1
+            out.append((suites_launch(group, number), [member for _, member in group]))
     return out
 
 

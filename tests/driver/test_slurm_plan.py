@@ -25,7 +25,7 @@ def slurm_settings(shared: str = "/shared") -> Settings:
 
 def test_cluster_run_is_one_job_submitted_from_the_first_host(tmp_path: Path) -> None:
     specs = catalog.select(["ddp_cpu_train_multi"])
-    launches, _ = plan_slurm(specs, hosts(3), slurm_settings(), "r1", tmp_path)
+    launches, _, _ = plan_slurm(specs, hosts(3), slurm_settings(), "r1", tmp_path)
     [launch] = [la for la in launches if la.test == "ddp_cpu_train_multi"]
     assert list(launch.argv_by_host) == ["h0"] and launch.members == ["h0", "h1", "h2"]
     assert launch.ranks_by_host == {"h0": 6}  # 3 nodes x pav_cpu_procs_per_host
@@ -43,7 +43,7 @@ def test_cluster_run_is_one_job_submitted_from_the_first_host(tmp_path: Path) ->
 
 def test_host_tests_are_one_pinned_job_per_host(tmp_path: Path) -> None:
     specs = catalog.select(["torch_nccl_allreduce"])
-    launches, _ = plan_slurm(specs, hosts(2, gpus=8), slurm_settings(), "r1", tmp_path)
+    launches, _, _ = plan_slurm(specs, hosts(2, gpus=8), slurm_settings(), "r1", tmp_path)
     [launch] = [la for la in launches if la.test == "torch_nccl_allreduce"]
     assert set(launch.argv_by_host) == {"h0", "h1"} and launch.ranks_by_host == {"h0": 8, "h1": 8}
     script = (tmp_path / "slurm" / "torch_nccl_allreduce.h1.sbatch").read_text()
@@ -52,8 +52,35 @@ def test_host_tests_are_one_pinned_job_per_host(tmp_path: Path) -> None:
     subprocess.run(["bash", "-n", str(tmp_path / "slurm" / "torch_nccl_allreduce.h1.sbatch")], check=True)
 
 
+def test_a_hosts_torch_tests_of_one_shape_are_one_job_on_each_host(tmp_path: Path) -> None:
+    """As the direct launcher folds them (pav.suites): one sbatch per host runs both tests as a suite, and
+    the job's record goes to each test's results; each test is still judged as its own launch."""
+    specs = catalog.select(["torch_gloo_allreduce", "ddp_cpu_train", "ddp_cpu_train_multi"])
+    launches, runs, _ = plan_slurm(specs, hosts(2), slurm_settings(), "r1", tmp_path)
+    judged = [la.test for la in launches if la.test in ("torch_gloo_allreduce", "ddp_cpu_train")]
+    assert judged == ["torch_gloo_allreduce", "ddp_cpu_train"]
+    [suite] = [run for run in runs if run.test.startswith("pav_suites")]
+    assert [run.test for run in runs if run.scope == "host"] == [
+        suite.test
+    ]  # neither test has a job of its own
+    assert set(suite.argv_by_host) == {"h0", "h1"}
+    assert all(la.ranks_by_host == {"h0": 2, "h1": 2} for la in launches if la.test == "ddp_cpu_train")
+    argv = suite.argv_by_host["h1"]
+    assert argv[argv.index("--out") + 1] == f"results/{suite.test}"
+    assert argv[argv.index("--record-to") :] == ["--record-to", "results/torch_gloo_allreduce",
+                                                 "--record-to", "results/ddp_cpu_train"]  # fmt: skip
+    script = (tmp_path / "slurm" / f"{suite.test}.h1.sbatch").read_text()
+    assert "#SBATCH --nodelist=node1" in script and "pav_payload.suite_launch" in script
+    assert not list((tmp_path / "slurm").glob("ddp_cpu_train.*")), "a folded test got a job script of its own"
+    subprocess.run(["bash", "-n", str(tmp_path / "slurm" / f"{suite.test}.h1.sbatch")], check=True)
+    # pav_fold_launches: false gives each test its jobs back.
+    unfolded = Settings(launcher="slurm", shared_dir="/shared", test_timeout_s=300, fold_launches=False)
+    _, runs, _ = plan_slurm(specs, hosts(2), unfolded, "r2", tmp_path / "unfolded")
+    assert {run.test for run in runs if run.scope == "host"} == {"torch_gloo_allreduce", "ddp_cpu_train"}
+
+
 def test_slurm_checks_come_first_and_gpu_check_skips_without_gpus(tmp_path: Path) -> None:
-    launches, skipped = plan_slurm(
+    launches, _, skipped = plan_slurm(
         catalog.select(["mpi_allreduce"]), hosts(2), slurm_settings(), "r", tmp_path
     )
     assert [la.test for la in launches] == ["slurm_cluster_state", "slurm_cpu_binding", "slurm_shared_fs",
@@ -69,7 +96,9 @@ def test_nccl_tests_across_nodes_run_a_rank_per_gpu_with_the_tests_env(tmp_path:
         view.facts["nccl_tests"] = {"available": True, "mpi": True, "bin_dir": "/opt/nt/build"}
     settings = slurm_settings()
     settings.slurm_mpi = "pmi2"
-    launches, _ = plan_slurm(catalog.select(["nccl_tests_all_reduce_multi"]), views, settings, "r", tmp_path)
+    launches, _, _ = plan_slurm(
+        catalog.select(["nccl_tests_all_reduce_multi"]), views, settings, "r", tmp_path
+    )
     [multi] = [la for la in launches if la.test == "nccl_tests_all_reduce_multi"]
     assert multi.env == {"NCCL_ALGO": "Ring"}  # sbatch passes it on to every rank
     script = (tmp_path / "slurm" / "nccl_tests_all_reduce_multi.sbatch").read_text()
@@ -81,13 +110,13 @@ def test_nccl_tests_across_nodes_run_a_rank_per_gpu_with_the_tests_env(tmp_path:
 def test_every_slurm_launch_carries_its_tests_env(tmp_path: Path) -> None:
     specs = catalog.select(["torch_nccl_allreduce_multi"])
     direct, _ = plan_launches(specs, hosts(2, gpus=8), Settings(), "r")
-    launches, _ = plan_slurm(specs, hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
+    launches, _, _ = plan_slurm(specs, hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
     [slurm] = [la for la in launches if la.test == "torch_nccl_allreduce_multi"]
     assert slurm.env == direct[0].env == {"NCCL_ALGO": "Ring"}
 
 
 def test_gpu_binding_asks_one_gpu_per_task(tmp_path: Path) -> None:
-    launches, _ = plan_slurm([], hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
+    launches, _, _ = plan_slurm([], hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
     [check] = [la for la in launches if la.test == "slurm_gpu_binding"]
     assert check.ranks_by_host == {"h0": 16}
     script = (tmp_path / "slurm" / "slurm_gpu_binding.sbatch").read_text()
@@ -95,7 +124,7 @@ def test_gpu_binding_asks_one_gpu_per_task(tmp_path: Path) -> None:
 
 
 def test_without_shared_dir_spanning_jobs_are_errors_naming_the_fix(tmp_path: Path) -> None:
-    launches, skipped = plan_slurm(catalog.select([]), hosts(2), slurm_settings(shared=""), "r", tmp_path)
+    launches, _, skipped = plan_slurm(catalog.select([]), hosts(2), slurm_settings(shared=""), "r", tmp_path)
     assert [la.test for la in launches] == ["slurm_cluster_state"]
     errors = {s.name: s.reason for s in skipped if s.status == "error"}
     assert set(errors) == {"slurm_cpu_binding", "slurm_shared_fs"}

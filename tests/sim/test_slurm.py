@@ -92,6 +92,20 @@ def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
     assert not (runs.healthy_dir / "ansible" / "slurm-jobs.sh").exists()  # the driver removed its copy
 
 
+def test_a_hosts_torch_tests_run_in_one_job(runs: SlurmRuns) -> None:
+    """Each host's torch_gloo_allreduce and ddp_cpu_train run as one suite in one job (pav_fold_launches),
+    each still with its own result and the record of the job it ran in."""
+    results = runs.results(runs.healthy_dir)
+    for host in results["hosts"]:
+        mine = {t["name"]: t for t in results["tests"] if t["hosts"] == [host]}
+        gloo, ddp = mine["torch_gloo_allreduce"], mine["ddp_cpu_train"]
+        assert gloo["status"] == ddp["status"] == "pass", (gloo, ddp)
+        assert gloo["slurm"]["job_id"] == ddp["slurm"]["job_id"] and gloo["slurm"]["state"] == "COMPLETED"
+        assert gloo["metrics"]["world_size"] == ddp["metrics"]["world_size"] == 2
+    detail = {s["name"]: s["detail"] for s in results["stages"]}["validate"]
+    assert " launches (a host's torch tests in suites" in detail, detail
+
+
 def test_slurm_checks_run_as_tests(runs: SlurmRuns) -> None:
     tests = by_name(runs.results(runs.healthy_dir))
     for name in ("slurm_cluster_state", "slurm_cpu_binding", "slurm_shared_fs"):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from pav import suites
 from pav.catalog import CATALOG, TestSpec
 from pav.launches import PYTHON, HostView, Launch, plan_launches
 from pav.results import TestResult
@@ -43,7 +44,12 @@ def with_checks(specs: list[TestSpec]) -> list[TestSpec]:
 
 def plan_slurm(
     specs: list[TestSpec], hosts: list[HostView], settings: Settings, run_id: str, run_dir: Path
-) -> tuple[list[Launch], list[TestResult]]:
+) -> tuple[list[Launch], list[Launch], list[TestResult]]:
+    """Each test's launch (what the report judges), the launches to run, and the tests that will not run.
+
+    With pav_fold_launches, a host's torch tests of one world shape run as suites in one job per host
+    (pav.suites), as the direct launcher runs them: one sbatch, srun, torchrun and torch import for them all.
+    """
     specs = with_checks(specs)
     planner = _Planner(hosts, settings, run_id, run_dir)
     launches: list[Launch] = []
@@ -57,18 +63,21 @@ def plan_slurm(
         direct, skips = plan_launches([spec], hosts, settings, run_id)
         skipped += skips
         for launch in direct:
-            if launch.launcher == "mpirun":
-                launches.append(launch)
-            elif launch.scope == "host":
-                launches.append(planner.host_jobs(spec, launch))
+            if launch.launcher == "mpirun" or launch.scope == "host":
+                launches.append(launch)  # a host test's job is made below, once it is known what it shares
+                continue
+            make = planner.mpi_job if spec.launcher in SRUN_MPI_LAUNCHERS else planner.cluster_job
+            launch_or_skip = make(spec, launch)
+            if isinstance(launch_or_skip, Launch):
+                launches.append(launch_or_skip)
             else:
-                make = planner.mpi_job if spec.launcher in SRUN_MPI_LAUNCHERS else planner.cluster_job
-                launch_or_skip = make(spec, launch)
-                if isinstance(launch_or_skip, Launch):
-                    launches.append(launch_or_skip)
-                else:
-                    skipped.append(launch_or_skip)
-    return launches, skipped
+                skipped.append(launch_or_skip)
+    grouped = (
+        suites.fold_with_members(launches) if settings.fold_launches else [(la, [la]) for la in launches]
+    )
+    runs = [planner.host_jobs(run, [m.test for m in members]) if run.scope == "host" else run
+            for run, members in grouped]  # fmt: skip
+    return launches, runs, skipped
 
 
 class _Planner:
@@ -80,12 +89,15 @@ class _Planner:
         self.shared_run = f"{settings.shared_dir.rstrip('/')}/pav-{run_id}" if settings.shared_dir else ""
         self.submit = hosts[0]
 
-    def _launch(self, spec: TestSpec, job: Job, ranks: int, host: HostView, gather: bool) -> Launch:
+    def _submit(self, job: Job, test: str, *extra: str) -> list[str]:
+        """Write the job's script; the argv that submits it from a node and records it in results/TEST."""
         write(job, self.run_dir)
-        argv = [PYTHON, "-m", "pav_payload.slurm_job", "--script", f"slurm/{job.name}.sbatch",
-                "--out", f"results/{spec.name}"]  # fmt: skip
-        if gather:
-            argv += ["--mkdir", job.workdir, "--mkdir", job.out, "--gather", job.out]
+        return [PYTHON, "-m", "pav_payload.slurm_job", "--script", f"slurm/{job.name}.sbatch",
+                "--out", f"results/{test}", *extra]  # fmt: skip
+
+    def _launch(self, spec: TestSpec, job: Job, ranks: int, host: HostView, gather: bool) -> Launch:
+        gathering = ("--mkdir", job.workdir, "--mkdir", job.out, "--gather", job.out) if gather else ()
+        argv = self._submit(job, spec.name, *gathering)
         # sbatch exports the submitting environment to every task, the test's own (NCCL_ALGO=Ring) with it.
         launch = Launch(
             spec.name, spec.launcher, spec.scope, self.settings.timeout_for(spec.name), env=dict(spec.env),
@@ -95,25 +107,30 @@ class _Planner:
         launch.ranks_by_host[host.name] = ranks
         return launch
 
-    def host_jobs(self, spec: TestSpec, direct: Launch) -> Launch:
+    def host_jobs(self, direct: Launch, tests: list[str]) -> Launch:
+        """One job per host of a host-scope launch (a test's, or a suite's), pinned to the host and submitted
+        from it; a suite's job record goes to each of its tests' results too."""
         launch = Launch(
-            spec.name, direct.launcher, "host", direct.timeout_s, members=list(direct.members),
+            direct.test, direct.launcher, "host", direct.timeout_s, members=list(direct.members),
             env=dict(direct.env), gates_of=direct.gates_of,
         )  # fmt: skip
+        needs_gpu = any(CATALOG[test].needs_gpu for test in tests if test in CATALOG)
+        records = [arg for test in tests if test != direct.test for arg in ("--record-to", f"results/{test}")]
         for host in self.hosts:
             if host.name not in direct.argv_by_host:
                 continue
             argv = [a.replace(PYTHON, "$PAV_PYTHON") for a in direct.argv_by_host[host.name]]
             job = Job(
-                name=f"{spec.name}.{host.name}", test=spec.name, template="host", nodes=1, tasks_per_node=1,
-                cpus_per_task=_cpus(host), gpus_per_node=host.gpus if spec.needs_gpu else 0,
+                name=f"{direct.test}.{host.name}", test=direct.test, template="host", nodes=1,
+                tasks_per_node=1,
+                cpus_per_task=_cpus(host), gpus_per_node=host.gpus if needs_gpu else 0,
                 minutes=minutes_for(direct.timeout_s), workdir=self.remote_run,
-                log=f"{self.remote_run}/slurm/{spec.name}.{host.name}-%j.out", out=f"results/{spec.name}",
+                log=f"{self.remote_run}/slurm/{direct.test}.{host.name}-%j.out", out=f"results/{direct.test}",
                 nodelist=_node_name(host), argv=["bash", "-c", _expand_python(argv), "pav"],
             )  # fmt: skip
-            one = self._launch(spec, job, direct.ranks_by_host[host.name], host, gather=False)
-            launch.argv_by_host |= one.argv_by_host
-            launch.ranks_by_host |= one.ranks_by_host
+            launch.argv_by_host[host.name] = self._submit(job, direct.test, *records)
+            if host.name in direct.ranks_by_host:  # a suite's are its tests' (each judged on its own)
+                launch.ranks_by_host[host.name] = direct.ranks_by_host[host.name]
         return launch
 
     def cluster_job(self, spec: TestSpec, direct: Launch) -> Launch | TestResult:

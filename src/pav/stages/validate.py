@@ -26,9 +26,12 @@ def plan(ctx: RunContext) -> None:
     views = host_views(ctx)
     specs = catalog.select(ctx.settings.tests)
     if ctx.settings.launcher == "slurm":
-        ctx.launches, skipped = plan_slurm(specs, views, ctx.settings, ctx.results.run_id, ctx.run_dir)
+        ctx.launches, ctx.runs, skipped = plan_slurm(
+            specs, views, ctx.settings, ctx.results.run_id, ctx.run_dir
+        )
     else:
         ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id)
+        ctx.runs = suites.fold(ctx.launches) if ctx.settings.fold_launches else ctx.launches
     ctx.results.tests.extend(skipped)
     # Hosts the run went on without (--allow-missing): every test they would have taken part in is error.
     ctx.results.tests.extend(
@@ -42,17 +45,16 @@ def run(ctx: RunContext) -> str:
     plan(ctx)
     if not ctx.launches:
         return "nothing to launch: every planned test was skipped"
-    folding = ctx.settings.fold_launches and ctx.settings.launcher == "direct"
-    runs = suites.fold(ctx.launches) if folding else ctx.launches
     jobs = _job_scripts(ctx)
     try:
-        launch_tests(ctx, runs, extravars=folded(ctx) | ({"slurm_jobs_installer": str(jobs)} if jobs else {}))
+        extravars = folded(ctx) | ({"slurm_jobs_installer": str(jobs)} if jobs else {})
+        launch_tests(ctx, ctx.runs, extravars=extravars)
     finally:
         if jobs:
             jobs.unlink(missing_ok=True)
     detail = f"{len(ctx.launches)} test(s) launched"
-    if len(runs) < len(ctx.launches):
-        detail += f" in {len(runs)} launches (a host's torch tests in suites: a process group per world)"
+    if len(ctx.runs) < len(ctx.launches):
+        detail += f" in {len(ctx.runs)} launches (a host's torch tests in suites: a process group per world)"
     return detail
 
 
