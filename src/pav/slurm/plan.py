@@ -122,8 +122,7 @@ class _Planner:
             argv = [a.replace(PYTHON, "$PAV_PYTHON") for a in direct.argv_by_host[host.name]]
             job = Job(
                 name=f"{direct.test}.{host.name}", test=direct.test, template="host", nodes=1,
-                tasks_per_node=1,
-                cpus_per_task=_cpus(host), gpus_per_node=host.gpus if needs_gpu else 0,
+                tasks_per_node=1, cpus_per_task=_cpus(host), gpus_per_node=host.gpus if needs_gpu else 0,
                 minutes=minutes_for(direct.timeout_s), workdir=self.remote_run,
                 log=f"{self.remote_run}/slurm/{direct.test}.{host.name}-%j.out", out=f"results/{direct.test}",
                 nodelist=_node_name(host), argv=["bash", "-c", _expand_python(argv), "pav"],
