@@ -13,6 +13,8 @@ import base64
 import hashlib
 import io
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +50,16 @@ def write_installer(script: Path, package: Path) -> Path:
         )
     )
     return script
+
+
+@contextmanager
+def installer(script: Path, package: Path) -> Iterator[Path]:
+    """write_installer's script for as long as the block runs; removed after it, also when it raises."""
+    path = write_installer(script, package)
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

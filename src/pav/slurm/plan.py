@@ -75,8 +75,9 @@ def plan_slurm(
     grouped = (
         suites.fold_with_members(launches) if settings.fold_launches else [(la, [la]) for la in launches]
     )
-    runs = [planner.host_jobs(run, [m.test for m in members]) if run.scope == "host" else run
-            for run, members in grouped]  # fmt: skip
+    gpu = {spec.name: spec.needs_gpu for spec in specs}
+    runs = [planner.host_jobs(run, [m.test for m in members], any(gpu[m.test] for m in members))
+            if run.scope == "host" else run for run, members in grouped]  # fmt: skip
     return launches, runs, skipped
 
 
@@ -107,14 +108,13 @@ class _Planner:
         launch.ranks_by_host[host.name] = ranks
         return launch
 
-    def host_jobs(self, direct: Launch, tests: list[str]) -> Launch:
+    def host_jobs(self, direct: Launch, tests: list[str], needs_gpu: bool) -> Launch:
         """One job per host of a host-scope launch (a test's, or a suite's), pinned to the host and submitted
         from it; a suite's job record goes to each of its tests' results too."""
         launch = Launch(
             direct.test, direct.launcher, "host", direct.timeout_s, members=list(direct.members),
             env=dict(direct.env), gates_of=direct.gates_of,
         )  # fmt: skip
-        needs_gpu = any(CATALOG[test].needs_gpu for test in tests if test in CATALOG)
         records = [arg for test in tests if test != direct.test for arg in ("--record-to", f"results/{test}")]
         for host in self.hosts:
             if host.name not in direct.argv_by_host:

@@ -8,19 +8,16 @@ from pathlib import Path
 from pav import catalog, paths
 from pav.ansible_exec import PlaybookOutcome
 from pav.context import RunContext
-from pav.payload_installer import write_installer
+from pav.payload_installer import installer
 from pav.stages.playbook import play, raise_for_hosts, record_hosts
 
 
 def run(ctx: RunContext) -> str:
     # Inside the run's folder: a run cancelled mid-deploy leaves no controller temp file behind.
     script = (ctx.run_dir / "ansible" / "payload.sh").resolve()
-    installer = write_installer(script, paths.PAYLOAD / "pav_payload")
     needed = installs_needed(ctx)
-    try:
-        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, installer) | install_vars(needed))
-    finally:
-        installer.unlink(missing_ok=True)
+    with installer(script, paths.PAYLOAD / "pav_payload") as packed:
+        outcome = play(ctx, "configure", "configure.yml", payload_vars(ctx, packed) | install_vars(needed))
     record_hosts(ctx, outcome, "configure")
     save_facts(ctx, outcome)
     raise_for_hosts(ctx, outcome, "configure")

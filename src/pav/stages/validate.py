@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ from pav import catalog, suites
 from pav.context import RunContext
 from pav.isolation import MIN_HOSTS
 from pav.launches import HostView, Launch, plan_launches
-from pav.payload_installer import write_installer
+from pav.payload_installer import installer
 from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
 from pav.stages.playbook import FETCHED, play, raise_for_hosts, record_hosts, torn_down
@@ -45,27 +46,23 @@ def run(ctx: RunContext) -> str:
     plan(ctx)
     if not ctx.launches:
         return "nothing to launch: every planned test was skipped"
-    jobs = _job_scripts(ctx)
-    try:
+    with _job_scripts(ctx) as jobs:
         extravars = folded(ctx) | ({"slurm_jobs_installer": str(jobs)} if jobs else {})
         launch_tests(ctx, ctx.runs, extravars=extravars)
-    finally:
-        if jobs:
-            jobs.unlink(missing_ok=True)
     detail = f"{len(ctx.launches)} test(s) launched"
     if len(ctx.runs) < len(ctx.launches):
         detail += f" in {len(ctx.runs)} launches (a host's torch tests in suites: a process group per world)"
     return detail
 
 
-def _job_scripts(ctx: RunContext) -> Path | None:
+def _job_scripts(ctx: RunContext) -> AbstractContextManager[Path | None]:
     """The run's rendered Slurm job scripts (RUN/slurm/) as one self-unpacking script for the slurm_jobs
     role: one transfer a host instead of a stat and a copy module run per file. None: nothing to stage."""
     folder = ctx.run_dir / "slurm"
     if ctx.settings.launcher != "slurm" or not folder.is_dir():
-        return None
+        return nullcontext()
     # Inside the run's folder: a run cancelled mid-transfer leaves no controller temp file behind.
-    return write_installer((ctx.run_dir / "ansible" / "slurm-jobs.sh").resolve(), folder)
+    return installer((ctx.run_dir / "ansible" / "slurm-jobs.sh").resolve(), folder)
 
 
 def launch_tests(
