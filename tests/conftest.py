@@ -20,7 +20,7 @@ PAYLOAD = ROOT / "payload"  # pav_payload, importable in tests through pytest's 
 # `scripts/test --fast` (pytest -m "not slow") leaves it out.
 HEAVY_FIXTURES = {
     "local_run", "sim_deps", "slurm_cluster", "configured", "sandbox",  # the pipeline, sim clusters
-    "cluster", "applied", "sim_host",  # module-scoped sim hosts of tests/roles
+    "cluster", "sim_host",  # module-scoped sim hosts of tests/sim and tests/roles
 }  # fmt: skip
 
 

@@ -31,7 +31,7 @@ ALLOWED = {
     # The one place a key is learned rather than checked: a host's first answer right after Terraform made
     # it, pinned then for every later connection (trust on first use).
     "src/pav/provisioning/ssh.py": ["AutoAddPolicy"],
-    "tests/roles/test_mpi.py": ["StrictHostKeyChecking no"],  # asserts it is absent
+    "tests/sim/test_mpi_on_sim.py": ["StrictHostKeyChecking no"],  # asserts it is absent
 }
 
 
