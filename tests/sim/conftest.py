@@ -46,6 +46,19 @@ class SlurmCluster:
     def state(self) -> Path:
         return self.base / "state"
 
+    def ssh(self, address: str, command: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
+        """`command` on a host as root, over SSH with the env's key and the host keys it pinned."""
+        argv = [
+            "ssh", "-F", "/dev/null", "-i", str(self.state / "ssh" / "id_ed25519"),
+            "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.state / 'known_hosts'}",
+            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+            f"root@{address}", command,
+        ]  # fmt: skip
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
+        )
+
 
 @pytest.fixture(scope="session")
 def slurm_cluster(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:

@@ -45,26 +45,21 @@ BEFORE = _snapshot_real_ssh()
 
 @dataclass
 class Cluster:
-    state: Path
+    shared: SlurmCluster
     first: dict[str, Any]  # results.json of the configure that set the cluster up
     second: dict[str, Any]  # and of the configure after it
     hosts: list[dict[str, Any]]  # each host's sim record: name, ip, upper (its root's overlay layer)
+
+    @property
+    def state(self) -> Path:
+        return self.shared.state
 
     @property
     def world(self) -> int:
         return len(self.hosts) * SLOTS
 
     def ssh(self, host: dict[str, Any], command: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
-        argv = [
-            "ssh", "-F", "/dev/null", "-i", str(self.state / "ssh" / "id_ed25519"),
-            "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.state / 'known_hosts'}",
-            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-            f"root@{host['ip']}", command,
-        ]  # fmt: skip
-        return subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
-        )
+        return self.shared.ssh(host["ip"], command, timeout)
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +70,7 @@ def cluster(slurm_cluster: SlurmCluster) -> Cluster:
     first, second = (json.loads((slurm_cluster.base / r / "results.json").read_text()) for r in ("r1", "r2"))
     records = slurm_cluster.state / "sim" / "hosts"
     hosts = [json.loads((records / f"{name}.json").read_text()) for name in first["hosts"]]
-    return Cluster(slurm_cluster.state, first, second, hosts)
+    return Cluster(slurm_cluster, first, second, hosts)
 
 
 def _mpi_changes(results: dict[str, Any]) -> dict[str, list[str]]:

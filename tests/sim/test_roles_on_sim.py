@@ -4,7 +4,6 @@ this machine's /etc, and a second configure changes nothing."""
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,18 +18,14 @@ pytestmark = pytest.mark.slow
 
 @dataclass
 class Kept:
-    state: Path
+    cluster: SlurmCluster
     first: dict[str, Any]
     second: dict[str, Any]
 
     def ssh(self, host: str, command: str) -> str:
-        address = self.first["hosts"][host]["address"]
-        argv = [
-            "ssh", "-i", str(self.state / "ssh" / "id_ed25519"), "-o", "BatchMode=yes",
-            "-o", f"UserKnownHostsFile={self.state / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
-            f"root@{address}", command,
-        ]  # fmt: skip
-        return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=30).stdout
+        run = self.cluster.ssh(self.first["hosts"][host]["address"], command, timeout=30)
+        run.check_returncode()
+        return run.stdout
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +34,7 @@ def kept(slurm_cluster: SlurmCluster) -> Kept:
     one, two = slurm_cluster.first, slurm_cluster.second
     assert one.rc == 0, one.stdout + one.stderr
     assert two.rc == 0, two.stdout + two.stderr
-    return Kept(slurm_cluster.state, _results(slurm_cluster.base / "r1"), _results(slurm_cluster.base / "r2"))
+    return Kept(slurm_cluster, _results(slurm_cluster.base / "r1"), _results(slurm_cluster.base / "r2"))
 
 
 def _results(run_dir: Path) -> dict[str, Any]:
