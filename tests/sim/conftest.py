@@ -1,11 +1,13 @@
 """Fixtures for the simulated-host tests (scripts/sim-hosts)."""
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +47,13 @@ class SlurmCluster:
     @property
     def state(self) -> Path:
         return self.base / "state"
+
+    def configured(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """results.json of the two configures, each asserted to have exited 0."""
+        for run in (self.first, self.second):
+            assert run.rc == 0, run.stdout + run.stderr
+        one, two = (json.loads((self.base / r / "results.json").read_text()) for r in ("r1", "r2"))
+        return one, two
 
     def ssh(self, address: str, command: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
         """`command` on a host as root, over SSH with the env's key and the host keys it pinned."""

@@ -64,10 +64,7 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(slurm_cluster: SlurmCluster) -> Cluster:
-    one, two = slurm_cluster.first, slurm_cluster.second
-    assert one.rc == 0, one.stdout + one.stderr
-    assert two.rc == 0, two.stdout + two.stderr
-    first, second = (json.loads((slurm_cluster.base / r / "results.json").read_text()) for r in ("r1", "r2"))
+    first, second = slurm_cluster.configured()
     records = slurm_cluster.state / "sim" / "hosts"
     hosts = [json.loads((records / f"{name}.json").read_text()) for name in first["hosts"]]
     return Cluster(slurm_cluster, first, second, hosts)

@@ -3,7 +3,6 @@ this machine's /etc, and a second configure changes nothing."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,14 +30,7 @@ class Kept:
 @pytest.fixture(scope="module")
 def kept(slurm_cluster: SlurmCluster) -> Kept:
     """The shared Slurm sim cluster (tests/sim/conftest.py); test_slurm checks its teardown leaves nothing."""
-    one, two = slurm_cluster.first, slurm_cluster.second
-    assert one.rc == 0, one.stdout + one.stderr
-    assert two.rc == 0, two.stdout + two.stderr
-    return Kept(slurm_cluster, _results(slurm_cluster.base / "r1"), _results(slurm_cluster.base / "r2"))
-
-
-def _results(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "results.json").read_text())
+    return Kept(slurm_cluster, *slurm_cluster.configured())
 
 
 def test_second_configure_changes_nothing(kept: Kept) -> None:
