@@ -1,9 +1,9 @@
 """``probe`` subcommand: what each GPU of a host, and each link between two of them, delivers.
 
-One process drives every visible GPU (torchrun --nproc-per-node 1). The per-GPU figures (bf16 GEMM, HBM
-copy, host<->device copy) are taken on all GPUs at once, as a job loads them: each device's work is
-launched asynchronously on its own stream, interleaved from this one thread, and timed with CUDA events on
-that device. Each ordered GPU pair's copy is then measured alone, so the figure belongs to one link. The
+torchrun starts one process per host (--nproc-per-node 1); it starts a process per GPU (probe_workers.py),
+as a job loads the hardware: bf16 GEMM and HBM copy on every GPU at once, host<->device copies on each GPU
+alone (its own PCIe link) and then on every GPU at once (what they share on the way to host memory). Each
+ordered GPU pair's copy is then measured alone from this process, so the figure belongs to one link. The
 driver derives the gates (what the hardware should do) from the host's facts; this file only measures,
 and fails only when a copy delivered wrong bytes.
 
@@ -110,18 +110,18 @@ def measure_host(
     devices: Sequence[torch.device], sizes: ProbeSizes, repeats: Repeats
 ) -> tuple[dict[str, Any], Checks]:
     """The rank's metrics; keys are GPU indices as strings (the gates' dotted paths: p2p_gbps.0.1)."""
-    checks = Checks()
-    gemm = measure_gemm(devices, sizes.gemm_n, repeats)
-    hbm = measure_hbm_copy(devices, sizes.hbm_bytes, repeats, checks)
-    h2d, d2h = measure_host_copies(devices, sizes.host_bytes, repeats, checks)
+    from pav_payload.probe_workers import measure_per_gpu  # it builds on this module's measurements
+
+    per_gpu, checks = measure_per_gpu(list(devices), sizes, repeats)
+    # After the workers are gone: each pair's copy then has the GPUs to itself.
     p2p, access = measure_p2p(devices, sizes.p2p_bytes, repeats, checks)
     metrics = {
         "gpu_count": len(devices),
         "gpu": describe_devices(devices),
-        "gemm_bf16_tflops": gemm,
-        "hbm_copy_gbps": hbm,
-        "h2d_gbps": h2d,
-        "d2h_gbps": d2h,
+        # Set: the host was given these GPUs (a split machine, a scheduler's allocation); the driver then
+        # judges only them, matched to the facts by UUID or bus id.
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        **per_gpu,
         "p2p_gbps": p2p,
         "p2p_access": access,
         "wrong_total": checks.total,
@@ -379,12 +379,15 @@ def _nvml_ids(index: int | None, uuid: str | None) -> tuple[str | None, str | No
 
 
 def _print_table(metrics: dict[str, Any]) -> None:
-    print(f"{'gpu':>4} {'bf16 TFLOP/s':>13} {'HBM GB/s':>9} {'H2D GB/s':>9} {'D2H GB/s':>9}")
+    """H2D/D2H: each GPU alone; "all": every GPU at once (2 or more GPUs)."""
+    columns = [
+        ("gemm_bf16_tflops", "bf16 TFLOP/s"), ("hbm_copy_gbps", "HBM GB/s"), ("h2d_gbps", "H2D GB/s"),
+        ("d2h_gbps", "D2H GB/s"), ("h2d_all_gbps", "H2D all"), ("d2h_all_gbps", "D2H all"),
+    ]  # fmt: skip
+    shown = [(m, title) for m, title in columns if m in metrics]
+    print(f"{'gpu':>4} " + " ".join(f"{title:>13}" for _, title in shown))
     for key in metrics["gpu"]:
-        row = (metrics[m][key] for m in ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps"))
-        print(
-            f"{key:>4} " + " ".join(f"{value:>{w}.1f}" for value, w in zip(row, (13, 9, 9, 9), strict=True))
-        )
+        print(f"{key:>4} " + " ".join(f"{metrics[m][key]:>13.1f}" for m, _ in shown))
     for src, row in metrics["p2p_gbps"].items():
         print(f"p2p {src} -> " + ", ".join(f"{dst}: {value:.1f}" for dst, value in row.items()))
     sys.stdout.flush()

@@ -83,6 +83,7 @@ def gpus(nvidia_smi: str, gpu_ids: str) -> dict[str, Any]:
     cuda = re.search(r"CUDA Version: *([0-9.]+)", header) if rc == 0 else None
     return {
         "count": len(rows),
+        "ids": gpu_ids,  # the GPUs this host owns; the driver matches NVML's facts to them by bus id
         "devices": rows,
         "driver": rows[0][3] if rows and len(rows[0]) > 3 else "",
         "cuda": cuda.group(1) if cuda else "",

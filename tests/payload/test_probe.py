@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import os
+import queue
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ from pav_payload.probe import (
     random_bytes,
     tflops,
 )
+from pav_payload.probe_workers import WorkerFailed, _gather
 
 from tests.conftest import PAYLOAD
 
@@ -40,8 +42,8 @@ CPU = torch.device("cpu")
 TINY = ProbeSizes(gemm_n=32, hbm_bytes=64 * 1024, host_bytes=16 * 1024, p2p_bytes=8 * 1024)
 QUICK = Repeats(warmup=1, iters=3)
 METRIC_KEYS = {
-    "gpu_count", "gpu", "gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps", "p2p_gbps", "p2p_access",
-    "wrong_total", "sizes",
+    "gpu_count", "gpu", "cuda_visible_devices", "gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps",
+    "p2p_gbps", "p2p_access", "wrong_total", "sizes",
 }  # fmt: skip
 
 
@@ -89,6 +91,31 @@ def test_one_gpu_host_metrics_have_the_exact_shape_and_no_pairs() -> None:
     assert metrics["wrong_total"] == 0 and checks.total == 0
     assert metrics["sizes"] == {"gemm_n": 32, "hbm_bytes": 65536, "host_bytes": 16384, "p2p_bytes": 8192}
     assert outcome_of(metrics, checks).status == "pass"
+
+
+def test_two_gpus_are_measured_alone_and_at_once_each_by_a_process_of_its_own() -> None:
+    metrics, checks = measure_host([CPU, CPU], TINY, QUICK)
+    for name in ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps", "h2d_all_gbps", "d2h_all_gbps"):
+        assert set(metrics[name]) == {"0", "1"} and positive(metrics[name]), name
+    # Each worker's copies are checked and named by the GPU it drove, not by its own list position.
+    named = {"host->device copy to GPU 1", "device->host copy from GPU 1", "HBM copy on GPU 1"}
+    assert named <= set(checks.wrong)
+    assert checks.total == 0 and set(metrics["p2p_gbps"]) == {"0", "1"}
+
+
+def test_a_worker_that_dies_is_named_by_its_gpu() -> None:
+    class Dead:
+        exitcode = -9
+
+        def is_alive(self) -> bool:
+            return False
+
+    class Alive(Dead):
+        def is_alive(self) -> bool:
+            return True
+
+    with pytest.raises(WorkerFailed, match=r"GPU 1 exit -9 ended without a result"):
+        _gather([Alive(), Dead()], queue.Queue())  # type: ignore[list-item]
 
 
 def test_arithmetic() -> None:

@@ -68,7 +68,7 @@ def judge_launches(ctx: RunContext) -> None:
         found = evaluate_launch(launch, ctx.run_dir, measured, nccl_gates[launch.scope], lost)
         judged += attach_jobs(found, launch, ctx.run_dir)
     # The gates the hosts' facts derive, under the profile's own: chosen `gpu-correctness` turns them off.
-    derivation = derive_hosts(ctx.results.hosts)
+    derivation = derive_hosts(ctx.results.hosts, judged)
     apply_derived(judged, derivation, ctx.settings.threshold_profile)
     ctx.results.tests.extend(judged)
     ctx.results.gates = gates_record(ctx.results.tests, derivation, ctx.settings.threshold_profile)

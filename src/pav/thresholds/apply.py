@@ -8,6 +8,7 @@ covers is `error`, naming the missing fact: a GPU host never passes without perf
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from pav.thresholds.derive import (
     derive_fabric,
     derive_host,
 )
-from pav.thresholds.hardware import HostHardware, read_hardware
+from pav.thresholds.hardware import HostHardware, given_gpus, read_hardware
 from pav.thresholds.relative import relative_gates
 
 CHOSEN_WITHOUT_GATES = "gpu-correctness"
@@ -35,8 +36,10 @@ class Derivation:
     per_host: dict[str, list[Derived]]
 
 
-def derive_hosts(hosts: dict[str, HostRecord]) -> Derivation:
-    found = {name: read_hardware(name, rec.facts) for name, rec in hosts.items()}
+def derive_hosts(hosts: dict[str, HostRecord], tests: Sequence[TestResult] = ()) -> Derivation:
+    """tests: this run's results; a host's gpu_probe result says which GPUs it was given (given_gpus)."""
+    probes = {t.hosts[0]: t.metrics for t in tests if t.name == PROBE and len(t.hosts) == 1}
+    found = {n: given_gpus(read_hardware(n, rec.facts), probes.get(n)) for n, rec in hosts.items()}
     hardware = {name: hw for name, hw in found.items() if hw.gpus}
     return Derivation(hardware, {name: derive_host(hw) for name, hw in hardware.items()})
 

@@ -172,7 +172,7 @@ def _per_gpu(hw: HostHardware) -> list[Derived]:
     for gpu in hw.gpus:
         spec = specs.get(gpu.name)
         for metric, key in (("gemm_bf16_tflops", "bf16_dense_tflops"), ("hbm_copy_gbps", "hbm_gbps")):
-            path = f"{metric}.{gpu.index}"
+            path = f"{metric}.{gpu.metric_key}"
             if spec is None:
                 fact = f"GPU model '{gpu.name}' has no entry in {SPECS}: add it, {PROFILE_FIX}"
                 out.append(Missing(PROBE, path, fact))
@@ -187,7 +187,7 @@ def _per_gpu(hw: HostHardware) -> list[Derived]:
 def _host_copies(gpu: Gpu) -> list[Derived]:
     out: list[Derived] = []
     for metric in ("h2d_gbps", "d2h_gbps"):
-        path = f"{metric}.{gpu.index}"
+        path = f"{metric}.{gpu.metric_key}"
         limit = pcie_gbps(gpu)
         if limit is None:
             fact = f"PCIe generation and width of {gpu.label()} ({NVML_FACTS})"
@@ -204,7 +204,8 @@ def _pairs(hw: HostHardware) -> list[Derived]:
         for dst in hw.gpus:
             if src.index == dst.index:
                 continue
-            path, part = f"p2p_gbps.{src.index}.{dst.index}", f"GPU {src.index} -> GPU {dst.index}"
+            path = f"p2p_gbps.{src.metric_key}.{dst.metric_key}"
+            part = f"GPU {src.index} -> GPU {dst.index}"
             found = pair_limit(hw, src, dst)
             if isinstance(found, str):
                 out.append(Missing(PROBE, path, found))

@@ -8,7 +8,7 @@ does not give stays None, so derivation can name it as missing instead of guessi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -25,6 +25,13 @@ class Gpu:
     nvlink_total: int | None = None
     nvlink_peers: dict[str, int] = field(default_factory=dict)  # peer GPU bus id -> links to it
     nvlink_switch_links: int = 0  # links up to an NVSwitch
+    # The key the probe's figures name this GPU by: its position among the GPUs the probe's process was
+    # given (CUDA_VISIBLE_DEVICES), which is NVML's index only where every GPU is visible (given_gpus()).
+    key: str = ""
+
+    @property
+    def metric_key(self) -> str:
+        return self.key or str(self.index)
 
     def label(self) -> str:
         ids = ", ".join(x for x in (self.bus_id, self.uuid) if x)
@@ -60,7 +67,7 @@ def read_hardware(host: str, facts: dict[str, Any]) -> HostHardware:
     rdma_gbps, ports = rdma_rate(facts.get("rdma", {}).get("ports") or [])
     fabric = str((facts.get("nccl_env") or {}).get("fabric", ""))
     if nvml and nvml.get("devices"):
-        gpus = [_gpu_from_nvml(d) for d in nvml["devices"]]
+        gpus = _owned([_gpu_from_nvml(d) for d in nvml["devices"]], facts.get("gpu") or {})
         missing = [str(m) for m in nvml.get("missing") or []]
         return HostHardware(host, gpus, str(nvml.get("source", "nvml")), missing, rdma_gbps, ports, fabric)
     rows = facts.get("gpu", {}).get("devices") or []
@@ -68,6 +75,43 @@ def read_hardware(host: str, facts: dict[str, Any]) -> HostHardware:
     source = "preflight" if gpus else "none"
     missing = [str(m) for m in (nvml or {}).get("missing") or []]
     return HostHardware(host, gpus, source, missing, rdma_gbps, ports, fabric)
+
+
+def _owned(gpus: list[Gpu], preflight: dict[str, Any]) -> list[Gpu]:
+    """A host given part of a machine's GPUs (preflight_gpu_ids) owns those: NVML lists every GPU of the
+    machine, preflight's nvidia-smi only the ones asked for. Matched by bus id: NVML's and nvidia-smi's
+    indices agree, CUDA's need not."""
+    if not preflight.get("ids"):
+        return gpus
+    owned = {normalize_bus_id(str(row[4])) for row in preflight.get("devices") or [] if len(row) > 4}
+    return [g for g in gpus if g.bus_id in owned]
+
+
+def given_gpus(hw: HostHardware, probe_metrics: dict[str, Any] | None) -> HostHardware:
+    """The host's GPUs as the probe's process saw them, matched by UUID, else bus id, never by index: each
+    GPU gets the key the probe's figures use. Where the probe was given part of the GPUs
+    (CUDA_VISIBLE_DEVICES, a scheduler's allocation), the host's GPUs are those; where it was given all,
+    a GPU the facts list and CUDA did not see stays, so its gates say it was not measured."""
+    seen = (probe_metrics or {}).get("gpu")
+    if not isinstance(seen, dict) or not hw.gpus:
+        return hw
+    keys: dict[int, str] = {}
+    for key, ident in seen.items():
+        ident = ident if isinstance(ident, dict) else {}
+        uuid, bus = str(ident.get("uuid") or ""), normalize_bus_id(str(ident.get("pci_bus_id") or ""))
+        match = next((g for g in hw.gpus if (uuid and g.uuid == uuid) or (bus and g.bus_id == bus)), None)
+        if match is not None:
+            keys[match.index] = str(key)
+    if not keys:
+        return hw  # a probe that named no GPU (an older payload): its keys are NVML's indices
+    restricted = bool((probe_metrics or {}).get("cuda_visible_devices"))
+    unseen = "{}-unseen-by-cuda"  # a key no probe figure has: the GPU's gates then say "not measured"
+    gpus = [
+        replace(g, key=keys.get(g.index, unseen.format(g.index)))
+        for g in hw.gpus
+        if g.index in keys or not restricted
+    ]
+    return replace(hw, gpus=gpus)
 
 
 def _gpu_from_nvml(dev: dict[str, Any]) -> Gpu:

@@ -10,12 +10,14 @@ from typing import Any
 from pav.thresholds.derive import PER_GPU, PROBE, DerivedGate, Fraction, fractions, pair_limit
 from pav.thresholds.hardware import HostHardware
 
+AT_ONCE = ("h2d_all_gbps", "d2h_all_gbps")  # the probe's host copies with every GPU copying at once
+
 
 def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) -> list[DerivedGate]:
     """Each GPU against the best GPU of its host; each pair against the median pair of its link class."""
     if test != PROBE:
         return []
-    labels = {g.index: g.label() for g in hw.gpus} if hw else {}
+    labels = {g.metric_key: g.label() for g in hw.gpus} if hw else {}
     per_gpu, per_pair = fractions()["relative"]["per_gpu"], fractions()["relative"]["per_pair"]
     out: list[DerivedGate] = []
     for metric in PER_GPU:
@@ -25,11 +27,33 @@ def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) 
         best = max(values, key=lambda k: values[k])
         source = f"best GPU of the host: GPU {best} {values[best]:.4g}"
         for idx in values:
-            part = labels.get(int(idx), f"GPU {idx}")
+            part = labels.get(idx, f"GPU {idx}")
             out.append(
                 DerivedGate(test, f"{metric}.{idx}", values[best], per_gpu.value, "relative", source, part)
             )
-    return out + _pair_relative(test, metrics, hw, per_pair)
+    return out + _at_once(test, metrics, labels) + _pair_relative(test, metrics, hw, per_pair)
+
+
+def _at_once(test: str, metrics: dict[str, Any], labels: dict[str, str]) -> list[DerivedGate]:
+    """Host copies with every GPU copying at once meet what the GPUs share on the way to host memory (a
+    PCIe switch, a root port, the CPU's memory); no fact says what that is, so each GPU is held to the
+    host's median instead: a GPU far under its peers is named, a host whose shared path is narrow by
+    design passes. Each GPU's own link is gated absolutely by its figures alone (h2d_gbps, d2h_gbps)."""
+    frac = fractions()["relative"]["host_copy_at_once"]
+    out: list[DerivedGate] = []
+    for metric in AT_ONCE:
+        values = _numbers(metrics.get(metric))
+        if len(values) < 2:
+            continue
+        median = statistics.median(values.values())
+        source = (
+            f"relative: median of the host's {len(values)} GPUs copying at once, {median:.4g} "
+            "(no fact says what they share on the way to host memory)"
+        )
+        for key in values:
+            part = labels.get(key, f"GPU {key}")
+            out.append(DerivedGate(test, f"{metric}.{key}", median, frac.value, "relative", source, part))
+    return out
 
 
 def _pair_relative(
@@ -41,7 +65,7 @@ def _pair_relative(
         for dst, value in _numbers(row).items()
     }
     classes: dict[str, list[tuple[str, str]]] = {}
-    by_index = {str(g.index): g for g in hw.gpus} if hw else {}
+    by_index = {g.metric_key: g for g in hw.gpus} if hw else {}
     for pair in pairs:
         src, dst = (by_index.get(i) for i in pair)
         found = pair_limit(hw, src, dst) if hw and src and dst else "unknown"

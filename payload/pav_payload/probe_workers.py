@@ -1,0 +1,159 @@
+"""The probe's per-GPU figures, each GPU driven by a process of its own, as a job drives it (torchrun starts
+one process per GPU). One process driving every GPU measured host copies 25-40% under what a process per
+GPU measures on the same healthy 4x H100 (issue 36): a figure of the probe, not of the hardware.
+
+Phases, held in step by a barrier: bf16 GEMM and HBM copy on every GPU at once; host<->device copies on
+each GPU alone, one after the other (its own PCIe link); then on every GPU at once (what the GPUs share on
+the way to host memory: a PCIe switch, a root port, the CPU's memory). Each worker binds itself to its
+GPU's CPUs where NVML says which, as a tuned job does, so a copy does not cross to another socket's memory.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pav_payload.probe import (
+    Checks,
+    ProbeSizes,
+    Repeats,
+    measure_gemm,
+    measure_hbm_copy,
+    measure_host_copies,
+)
+
+# A worker that has not reached the next phase in this long is stuck (a hung GPU): the others stop.
+PHASE_TIMEOUT_S = 600.0
+PER_GPU_ALONE = ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps")
+AT_ONCE = {"h2d_gbps": "h2d_all_gbps", "d2h_gbps": "d2h_all_gbps"}
+
+
+class WorkerFailed(RuntimeError):
+    """A GPU's worker process died or stopped answering; the message names the GPU."""
+
+
+@dataclass(frozen=True)
+class Job:
+    position: int  # the GPU's index among the visible devices (the metrics' key)
+    count: int
+    device_type: str
+    sizes: ProbeSizes
+    repeats: Repeats
+
+
+def measure_per_gpu(
+    devices: list[torch.device], sizes: ProbeSizes, repeats: Repeats
+) -> tuple[dict[str, dict[str, float]], Checks]:
+    """gemm_bf16_tflops, hbm_copy_gbps, h2d_gbps and d2h_gbps (each GPU alone), and, with 2 or more GPUs,
+    h2d_all_gbps and d2h_all_gbps (every GPU at once); keyed by the device's position as a string."""
+    ctx = mp.get_context("spawn")  # CUDA cannot be forked; spawn also leaves the parent's state behind
+    barrier, results = ctx.Barrier(len(devices)), ctx.Queue()
+    workers = [
+        ctx.Process(
+            target=_work,
+            args=(Job(i, len(devices), devices[i].type, sizes, repeats), barrier, results),
+            name=f"pav-probe-gpu{i}",
+        )
+        for i in range(len(devices))
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        found = _gather(workers, results)
+    finally:
+        for worker in workers:
+            worker.join(timeout=30)
+            if worker.is_alive():
+                worker.kill()
+    return _merge(found)
+
+
+def _gather(workers: list[Any], results: Any) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    while len(found) < len(workers):
+        try:
+            position, payload = results.get(timeout=5)
+        except queue.Empty:
+            dead = [i for i, w in enumerate(workers) if i not in found and not w.is_alive()]
+            if dead:
+                codes = ", ".join(f"GPU {i} exit {workers[i].exitcode}" for i in dead)
+                raise WorkerFailed(f"the probe's process for {codes} ended without a result") from None
+            continue
+        if "error" in payload:
+            raise WorkerFailed(f"GPU {position}: {payload['error']}")
+        found[position] = payload
+    return found
+
+
+def _merge(found: dict[int, dict[str, Any]]) -> tuple[dict[str, dict[str, float]], Checks]:
+    metrics: dict[str, dict[str, float]] = {}
+    checks = Checks()
+    for position in sorted(found):
+        for name, value in found[position]["metrics"].items():
+            metrics.setdefault(name, {})[str(position)] = value
+        for what, count in found[position]["wrong"].items():
+            checks.add(what, count)
+    return metrics, checks
+
+
+def _work(job: Job, barrier: Any, results: Any) -> None:
+    try:
+        results.put((job.position, _measure(job, barrier)))
+    except Exception as exc:
+        barrier.abort()  # the others stop waiting for this one
+        results.put((job.position, {"error": f"{type(exc).__name__}: {exc}"}))
+
+
+def _measure(job: Job, barrier: Any) -> dict[str, Any]:
+    if job.device_type == "cuda":
+        _bind_to_gpu_cpus(job.position)
+        torch.cuda.set_device(job.position)
+    device = torch.device(job.device_type, job.position) if job.device_type == "cuda" else torch.device("cpu")
+    own = Checks()
+    wait = lambda: barrier.wait(timeout=PHASE_TIMEOUT_S)  # noqa: E731
+    wait()
+    metrics = {"gemm_bf16_tflops": measure_gemm([device], job.sizes.gemm_n, job.repeats)["0"]}
+    wait()
+    metrics["hbm_copy_gbps"] = measure_hbm_copy([device], job.sizes.hbm_bytes, job.repeats, own)["0"]
+    for turn in range(job.count):  # alone: one GPU copies while the others wait
+        wait()
+        if turn == job.position:
+            h2d, d2h = measure_host_copies([device], job.sizes.host_bytes, job.repeats, own)
+            metrics |= {"h2d_gbps": h2d["0"], "d2h_gbps": d2h["0"]}
+    if job.count > 1:
+        wait()
+        h2d, d2h = measure_host_copies([device], job.sizes.host_bytes, job.repeats, own)
+        metrics |= {AT_ONCE["h2d_gbps"]: h2d["0"], AT_ONCE["d2h_gbps"]: d2h["0"]}
+    wait()  # nobody leaves while another still measures
+    # measure_* name the GPU by its position in the list they were given (0): name it by this host's.
+    wrong = {what.replace("GPU 0", f"GPU {job.position}"): n for what, n in own.wrong.items()}
+    return {"metrics": metrics, "wrong": wrong}
+
+
+def _bind_to_gpu_cpus(position: int) -> None:
+    """Run on the CPUs NVML lists as near this GPU (its NUMA node); nothing changes where NVML cannot say."""
+    try:
+        import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py, on the GPU hosts' image
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByPciBusId(_bus_id(position))
+            words = pynvml.nvmlDeviceGetCpuAffinity(handle, ((os.cpu_count() or 64) + 63) // 64)
+        finally:
+            pynvml.nvmlShutdown()
+        cpus = {w * 64 + b for w, word in enumerate(words) for b in range(64) if int(word) >> b & 1}
+        allowed = os.sched_getaffinity(0) & cpus
+        if allowed:
+            os.sched_setaffinity(0, allowed)
+    except Exception:  # no pynvml, no NVML, a container that forbids it: the figures are taken unbound
+        return
+
+
+def _bus_id(position: int) -> str:
+    props = torch.cuda.get_device_properties(position)
+    return f"{getattr(props, 'pci_domain_id', 0) or 0:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
