@@ -22,13 +22,17 @@ from pav.reporting import diffs
 from pav.tools import require_tool
 
 # Host facts roles set for the driver (each role's "Record ..." task).
-FACT_KEYS = (
-    "preflight_facts",
-    "torch_payload_info",
-    "torch_payload_gpu_facts",
-    "nccl_tests_info",
-    "mpi_info",
-)
+# Facts the roles set that the driver keeps, by the name each gets in hosts/NAME/facts.json beside
+# preflight_facts' own keys. One list: a fact a role sets and the driver does not read is lost (nccl_env_info
+# once was, and the socket fabric's inter-node rule never applied).
+ROLE_FACTS = {
+    "torch_payload_info": "torch",
+    "torch_payload_gpu_facts": "gpus",  # NVML per-GPU facts and Xid lines (pav_payload facts)
+    "nccl_tests_info": "nccl_tests",
+    "mpi_info": "mpi",
+    "nccl_env_info": "nccl_env",  # the fabric the host was set up for: which inter-node gates apply
+}
+FACT_KEYS = ("preflight_facts", *ROLE_FACTS)
 
 
 # Events that end one host's run of a task; each carries the run's duration.

@@ -42,6 +42,10 @@ def test_two_hosts_on_one_machine_run_a_test_across_both(tmp_path: Path) -> None
         "pass",
     )
     for node in ("node-a", "node-b"):
+        # An own inventory's hosts record the fabric they were set up for (the default, sockets): the
+        # inter-node gates read it (facts.nccl_env once never reached facts.json).
+        facts = json.loads((run_dir / "hosts" / node / "facts.json").read_text())
+        assert facts["nccl_env"] == {"fabric": "socket"}, sorted(facts)
         log = (run_dir / "hosts" / node / "results" / test["name"] / "launcher.log").read_text()
         assert "killed what the launch left running" not in log, log[-2000:]
     # Each host worked in its own folder (pav_remote_dir templated per host); teardown removed both.

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from pav import catalog, paths
-from pav.ansible_exec import PlaybookOutcome
+from pav.ansible_exec import ROLE_FACTS, PlaybookOutcome
 from pav.context import RunContext
 from pav.payload_installer import installer
 from pav.stages.playbook import play, raise_for_hosts, record_hosts
@@ -71,16 +71,9 @@ def _pythons(ctx: RunContext) -> str:
 
 def save_facts(ctx: RunContext, outcome: PlaybookOutcome) -> None:
     """preflight_facts plus what the other roles recorded, saved as hosts/NAME/facts.json."""
-    extras = {
-        "torch_payload_info": "torch",
-        "torch_payload_gpu_facts": "gpus",  # NVML per-GPU facts and Xid lines (pav_payload facts)
-        "nccl_tests_info": "nccl_tests",
-        "mpi_info": "mpi",
-        "nccl_env_info": "nccl_env",
-    }
     for name, found in outcome.facts.items():
         facts = dict(found.get("preflight_facts", {}))
-        facts.update({short: found[key] for key, short in extras.items() if key in found})
+        facts.update({short: found[key] for key, short in ROLE_FACTS.items() if key in found})
         path = ctx.run_dir / "hosts" / name / "facts.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(facts, indent=2) + "\n")
