@@ -143,12 +143,12 @@ CATALOG: dict[str, TestSpec] = {
         ),
         TestSpec(
             "gpu_probe",
-            "all GPUs of a host at once: bf16 GEMM, HBM copy, host<->device copy; then each GPU pair's copy",
+            "a process per GPU: bf16 GEMM, HBM copy at once; host<->device copy alone and at once; each pair's copy",
             "torchrun",
             "host",
             True,
             ("probe",),
-            procs=1,  # one process drives every GPU, so all run at once and each pair is measured alone
+            procs=1,  # it starts a process per GPU itself (probe_workers.py), then measures each pair alone
         ),
         TestSpec(
             "train_gpu_single",
