@@ -143,7 +143,7 @@ CATALOG: dict[str, TestSpec] = {
         ),
         TestSpec(
             "gpu_probe",
-            "a process per GPU: bf16 GEMM, HBM copy at once; host<->device copy alone and at once; each pair's copy",
+            "a process per GPU: GEMM, HBM copy at once; host copies alone and at once; each GPU pair's copy",
             "torchrun",
             "host",
             True,
