@@ -36,6 +36,11 @@ def test_the_real_2x_h200_hosts_facts_pick_h200_2gpu() -> None:
         ("NVIDIA H200 NVL", 2, "gpu-correctness"),
         ("NVIDIA H100 80GB HBM3", 4, "gpu-correctness"),
         ("NVIDIA A100-SXM4-80GB", 8, "gpu-correctness"),
+        # Blackwell has no hand-written profile: the derived gates (thresholds/hardware/gpus.yml) judge it.
+        ("NVIDIA B200", 8, "gpu-correctness"),
+        ("NVIDIA B300 SXM6 AC", 8, "gpu-correctness"),
+        ("NVIDIA GB200", 4, "gpu-correctness"),
+        ("NVIDIA GB300", 4, "gpu-correctness"),
     ],
 )
 def test_gpu_name_and_count_pick_the_profile(name: str, count: int, profile: str) -> None:

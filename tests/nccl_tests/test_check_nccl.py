@@ -16,6 +16,11 @@ H100 = str(FIXTURES / "oci_h100_2node_all_reduce_perf.txt")
 A100 = str(FIXTURES / "oci_a100_1node_all_reduce_perf.txt")
 WRONG = str(FIXTURES / "olivia_gh200_wrong_all_reduce_perf.txt")
 REPORT = str(FIXTURES / "synthetic_h100_2node_all_reduce_perf.json")
+# -J reports of one process driving 2 GPUs of one host (all_reduce_perf -g 2 -J FILE.json). A report recorded
+# on a GPU machine joins as one more line: pytest.param("real_h100_g2_all_reduce_perf.json", id="real-h100").
+G2_REPORTS = [
+    pytest.param("synthetic_h200_g2_all_reduce_perf.json", id="synthetic-h200"),
+]
 RECORD_KEYS = {"file", "op", "status", "reason", "rows", "avg_busbw_gbps", "busbw_applicable", "devices"}
 ROW_KEYS = {"size_bytes", "count", "type", "wrong", "out_of_place", "in_place"}
 PLACEMENT_KEYS = {"time_us", "algbw_gbps", "busbw_gbps"}
@@ -169,3 +174,46 @@ def test_one_rank_has_no_bus_bandwidth(tmp_path: Path, capsys: pytest.CaptureFix
     assert rec["busbw_applicable"] is False and rec["avg_busbw_gbps"] is None
     assert rec["rows"][0]["out_of_place"]["busbw_gbps"] is None
     assert rec["rows"][0]["out_of_place"]["algbw_gbps"] == 132.69
+
+
+@pytest.mark.parametrize("name", G2_REPORTS)
+def test_one_process_driving_two_gpus_has_bus_bandwidth(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # -J names only the process's first GPU; its config's nthreads x ngpus says the process drove 2 ranks.
+    path = str(FIXTURES / name)
+    assert check(path, "--json") == 0
+    [rec] = json.loads(capsys.readouterr().out)
+    assert rec["status"] == "pass" and rec["busbw_applicable"] is True
+    assert rec["avg_busbw_gbps"] is not None and rec["avg_busbw_gbps"] > 0
+    first, second = rec["devices"]  # one process: its ranks sit on consecutive CUDA devices of its host
+    assert (first["rank"], second["rank"], second["device"]) == (0, 1, first["device"] + 1)
+    assert len({(d["host"], d["name"]) for d in rec["devices"]}) == 1
+    for row in rec["rows"]:
+        for placement in (row["out_of_place"], row["in_place"]):
+            assert placement["busbw_gbps"] is not None and placement["busbw_gbps"] > 0
+            # all_reduce's busbw is algbw x 2(n-1)/n, which is algbw itself for n = 2 ranks
+            assert placement["busbw_gbps"] == pytest.approx(placement["algbw_gbps"], rel=1e-6)
+    assert check(path) == 0
+    assert "all_reduce, 2 ranks on 1 host: PASS" in capsys.readouterr().out
+
+
+def test_one_process_driving_two_gpus_is_gated_by_its_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    report = str(FIXTURES / "synthetic_h200_g2_all_reduce_perf.json")
+    assert check("--profile", "auto", report) == 0  # 2x "NVIDIA H200" on one host
+    out = capsys.readouterr().out
+    assert f"{report}: profile auto picked h200-2gpu" in out
+    assert "all_reduce 8G: busbw 347.38 >= 315.00 GB/s" in out
+
+
+def test_one_rank_json_report_has_no_bus_bandwidth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = tmp_path / "all_reduce_perf.json"
+    text = (FIXTURES / "synthetic_h200_g2_all_reduce_perf.json").read_text()
+    one.write_text(text.replace('"ngpus":2,', '"ngpus":1,', 1))  # the same run with -g 1: one rank
+    assert check(str(one), "--json") == 0
+    [rec] = json.loads(capsys.readouterr().out)
+    assert rec["busbw_applicable"] is False and rec["avg_busbw_gbps"] is None
+    assert {row["out_of_place"]["busbw_gbps"] for row in rec["rows"]} == {None}
+    assert len(rec["devices"]) == 1

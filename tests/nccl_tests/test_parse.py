@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from pav.errors import PavError
-from pav.nccl_tests.parse import op_from_name, parse_json_text, parse_text, read_log
+from pav.nccl_tests.parse import Device, op_from_name, parse_json, parse_json_text, parse_text, read_log
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -89,6 +90,66 @@ def test_json_report_reads_like_the_same_runs_table() -> None:
     assert json_log.avg_busbw_check is None  # "unchecked"
     assert json_log.nccl_errors == []  # nccl-tests writes [""] after a clean run
     assert (json_log.min_bytes, json_log.max_bytes, json_log.step_factor) == (1 << 30, 16 << 30, 2)
+    assert json_log.ranks == text_log.ranks == 16  # 16 processes of 1 thread x 1 GPU (-g 1)
+    for log in (json_log, text_log):
+        assert (log.threads, log.gpus_per_thread) == (1, 1)
+
+
+def test_json_of_one_process_driving_two_gpus_reads_like_its_table() -> None:
+    # -g 2: the report's `devices` names the process's first GPU only; the table names both.
+    text_log = read_log(fixture("synthetic_h200_g2_all_reduce_perf.txt"))
+    json_log = read_log(fixture("synthetic_h200_g2_all_reduce_perf.json"))
+    for log in (json_log, text_log):
+        assert (log.threads, log.gpus_per_thread) == (1, 2)
+    assert json_log.ranks == text_log.ranks == 2
+    both = [Device(0, "h200-node-01", 0, "NVIDIA H200"), Device(1, "h200-node-01", 1, "NVIDIA H200")]
+    assert json_log.devices == text_log.devices == both
+    # The JSON keeps %lf's six decimals, the table two (or fewer for wide values).
+    assert len(json_log.rows) == len(text_log.rows) == 5
+    for got, printed in zip(json_log.rows, text_log.rows, strict=True):
+        assert (got.size_bytes, got.count, got.type, got.redop, got.root, got.wrong) == (
+            printed.size_bytes, printed.count, printed.type, printed.redop, printed.root, printed.wrong
+        )  # fmt: skip
+        for mine, theirs in ((got.out_of_place, printed.out_of_place), (got.in_place, printed.in_place)):
+            assert mine is not None and theirs is not None
+            assert mine.busbw_gbps == pytest.approx(theirs.busbw_gbps, abs=0.005)
+            assert mine.time_us == pytest.approx(theirs.time_us, abs=0.05)
+    assert json_log.avg_busbw_gbps == pytest.approx(text_log.avg_busbw_gbps, abs=5e-4)
+
+
+def _g2_report(**config: int) -> str:
+    text = fixture("synthetic_h200_g2_all_reduce_perf.json").read_text()
+    for key, value in config.items():
+        text = text.replace(f'"{key}":{"1" if key == "nthreads" else "2"},', f'"{key}":{value},', 1)
+    return text
+
+
+@pytest.mark.parametrize(
+    ("config", "ranks"),
+    [
+        ({}, 2),  # 1 process x 1 thread x 2 GPUs
+        ({"nthreads": 2, "ngpus": 1}, 2),  # -t 2 -g 1: threads are ranks too
+        ({"nthreads": 2, "ngpus": 4}, 8),
+        ({"ngpus": 1}, 1),  # truly one rank
+    ],
+)
+def test_json_ranks_are_processes_times_threads_times_gpus(config: dict[str, int], ranks: int) -> None:
+    log = parse_json_text(_g2_report(**config))
+    assert log.ranks == ranks
+    assert [(d.rank, d.device) for d in log.devices] == [(i, i) for i in range(ranks)]
+
+
+def test_json_of_several_processes_each_driving_several_gpus() -> None:
+    # The 2-node H100 run as 2 processes (one per host) of -g 8: the report names ranks 0 and 8 only.
+    data = json.loads(fixture("synthetic_h100_2node_all_reduce_perf.json").read_text())
+    data["config"]["ngpus"] = 8
+    data["config"]["devices"] = [d for d in data["config"]["devices"] if d["rank"] in (0, 8)]
+    log = parse_json(data)
+    table = read_log(fixture("oci_h100_2node_all_reduce_perf.txt"))
+    assert log.ranks == 16
+    assert [(d.rank, d.host, d.device, d.name) for d in log.devices] == [
+        (d.rank, d.host, d.device, d.name) for d in table.devices
+    ]
 
 
 def test_cut_off_json_is_malformed_not_an_exception() -> None:

@@ -24,6 +24,7 @@ from pav_payload.gpu_facts.decode import (
     normalize_bus_id,
     strip_ansi,
 )
+from pav_payload.gpu_facts.nvlink import _nvlink_generation
 from pav_payload.gpu_facts.nvml import read_nvml
 from pav_payload.gpu_facts.output import GpuFacts
 from pav_payload.gpu_facts.smi import (
@@ -409,6 +410,18 @@ def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
         per_gpu("nvmlDeviceGetNvLinkRemoteDeviceType", lambda g, link: g.links[link][2])
     per_gpu("nvmlDeviceGetFieldValues", speeds)
     return nvml
+
+
+# nvml.h's nvmlNvlinkVersion_t: NVML_NVLINK_VERSION_2_0 = 2, ..., 4_0 = 6, 5_0 = 7.
+@pytest.mark.parametrize(("code", "generation"), [(2, 2), (4, 3), (5, 3), (6, 4), (7, 5)])
+def test_nvml_nvlink_version_enum_is_read_as_the_generation(code: int, generation: int) -> None:
+    # An H100 answers 6 (4_0), a B200 or GB200 7 (5_0): gpus.yml's per-link rate is keyed by the generation.
+    assert _nvlink_generation(code) == generation
+
+
+def test_an_nvlink_version_nvml_did_not_have_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown nvmlNvlinkVersion_t 99"):
+        _nvlink_generation(99)
 
 
 def nvl_pair() -> list[FakeGpu]:

@@ -1,8 +1,10 @@
 """Gates derived from host facts, for GPU shapes the hand-written profiles never knew.
 
 Facts are built in the shape the torch_payload role's NVML reader writes (facts.gpus); the topologies are
-the real ones of these boards: HGX 8-GPU (every GPU 18 NVLink4 links to NVSwitch), a 4-GPU board partitioned
-from it, PCIe cards, and H100 NVL pairs joined by NVLink bridges (12 links per pair).
+the real ones of these boards: HGX 8-GPU (every GPU 18 NVLink4 links to NVSwitch; 18 NVLink5 links on
+HGX B200/B300), a 4-GPU board partitioned from it, a GB200/GB300 NVL72 compute tray (4 GPUs, 18 NVLink5
+links each to the rack's NVLink switches), PCIe cards, and H100 NVL pairs joined by NVLink bridges (12 links
+per pair).
 """
 
 from __future__ import annotations
@@ -13,9 +15,18 @@ import pytest
 
 from pav.results import HostRecord, TestResult, verdict_of
 from pav.thresholds.apply import apply_derived, derive_hosts, gates_record
-from pav.thresholds.derive import SIZE, DerivedGate, Missing, NotApplicable, derive_fabric, derive_host
+from pav.thresholds.derive import (
+    SIZE,
+    DerivedGate,
+    Missing,
+    NotApplicable,
+    derive_fabric,
+    derive_host,
+    hardware_data,
+)
 from pav.thresholds.hardware import normalize_bus_id, rdma_rate, read_hardware
 from pav.thresholds.relative import relative_gates
+from tests.conftest import ROOT
 
 H100 = "NVIDIA H100 80GB HBM3"
 NDR = [f"mlx5_{i} 1 4: ACTIVE|400 Gb/sec (4X NDR)|InfiniBand" for i in range(8)]
@@ -26,11 +37,13 @@ def bus(i: int) -> str:
     return f"00000000:{0x18 + 0x10 * i:02X}:00.0"
 
 
-def device(i: int, name: str, links: list[dict[str, Any]], gen: int = 5, width: int = 16) -> dict[str, Any]:
+def device(
+    i: int, name: str, links: list[dict[str, Any]], gen: int = 5, width: int = 16, nvlink: int = 4
+) -> dict[str, Any]:
     return {
         "index": i, "name": name, "uuid": f"GPU-{i:04d}-uuid", "pci_bus_id": bus(i),
         "pcie": {"gen_current": 1, "gen_max": gen, "width_current": width, "width_max": width},
-        "nvlink": {"version": 4 if links else None, "links_total": len(links),
+        "nvlink": {"version": nvlink if links else None, "links_total": len(links),
                    "links_up": sum(1 for link in links if link["up"]), "links": links},
         "missing": [],
     }  # fmt: skip
@@ -52,8 +65,17 @@ def facts(devices: list[dict[str, Any]], ports: list[str] | None = None) -> dict
     }
 
 
-def hgx(n: int, name: str = H100, down: dict[int, int] | None = None, ports: list[str] | None = None):
-    return facts([device(i, name, switch_links(18, (down or {}).get(i, 0))) for i in range(n)], ports)
+def hgx(
+    n: int,
+    name: str = H100,
+    down: dict[int, int] | None = None,
+    ports: list[str] | None = None,
+    nvlink: int = 4,
+    gen: int = 5,
+) -> dict[str, Any]:
+    """n GPUs, each with 18 NVLink links up to NVSwitch (less those `down` says are down)."""
+    links = {i: switch_links(18, (down or {}).get(i, 0)) for i in range(n)}
+    return facts([device(i, name, links[i], gen=gen, nvlink=nvlink) for i in range(n)], ports)
 
 
 def gates_by_metric(found: list[Any], test: str | None = None) -> dict[str, Any]:
@@ -75,6 +97,54 @@ def test_8x_h100_sxm_gates_come_from_the_datasheet_nvlink_and_pcie() -> None:
     assert (allreduce.limit, allreduce.fraction, allreduce.min) == (450, 0.70, 315)
     nccl = gates_by_metric(found, "nccl_tests_sendrecv")[f"busbw_gbps.{SIZE}"]
     assert nccl.fraction == 0.75 and nccl.limit == 450
+
+
+# Blackwell hosts as NVML reports them (thresholds/hardware/gpus.yml names where each name was seen):
+# (name, GPUs per host, PCIe generation NVML gives as the maximum, dense bf16 TFLOP/s of gpus.yml).
+BLACKWELL = [
+    pytest.param("NVIDIA B200", 8, 5, 2250, id="hgx-b200"),
+    pytest.param("NVIDIA B300 SXM6 AC", 8, 5, 2250, id="hgx-b300"),
+    pytest.param("NVIDIA GB200", 4, 5, 2500, id="gb200-nvl72-tray"),
+    pytest.param("NVIDIA GB300", 4, 6, 2500, id="gb300-nvl72-tray"),  # a GB300 reports PCIe gen 6
+]
+
+
+@pytest.mark.parametrize(("name", "count", "gen", "tflops"), BLACKWELL)
+def test_blackwell_hosts_derive_every_gate_from_the_table_and_nvlink5(
+    name: str, count: int, gen: int, tflops: float
+) -> None:
+    found = derive_host(read_hardware("n1", hgx(count, name, nvlink=5, gen=gen, ports=NDR)))
+    assert not [d for d in found if isinstance(d, Missing)]
+    probe = gates_by_metric(found, "gpu_probe")
+    gemm, hbm = probe["gemm_bf16_tflops.0"], probe[f"hbm_copy_gbps.{count - 1}"]
+    assert (gemm.limit, gemm.min) == (tflops, round(0.70 * tflops, 3))
+    assert f"{name}: {tflops:g} TFLOP/s dense bf16" in gemm.source
+    assert (hbm.limit, hbm.min) == (8000, 6400)
+    pcie = {5: 63.008, 6: 121.008}[gen]  # x16 at 3.938 and 7.563 GB/s per lane
+    assert probe["h2d_gbps.1"].limit == pytest.approx(pcie) and f"gen{gen} x16" in probe["h2d_gbps.1"].source
+    # 18 NVLink5 links up to the switches, 50 GB/s each per direction: 900 GB/s for a pair and for the host.
+    pair = probe["p2p_gbps.0.1"]
+    assert pair.limit == 18 * 50 and pair.source == "18 NVLink5 links up to NVSwitch x 50 GB/s"
+    assert len([m for m in probe if m.startswith("p2p_gbps.")]) == count * (count - 1)
+    allreduce = gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"]
+    assert (allreduce.limit, allreduce.min) == (900, 630)
+    assert allreduce.source == "18 NVLink5 links up on GPU 0 (00000000:18:00.0, GPU-0000-uuid) x 50 GB/s"
+    collectives = [d for d in found if d.test != "gpu_probe"]
+    assert collectives and {d.limit for d in collectives} == {900}
+    assert gates_by_metric(found, "nccl_tests_sendrecv")[f"busbw_gbps.{SIZE}"].min == 675
+
+
+def test_the_docs_list_every_model_of_the_table() -> None:
+    listed = (ROOT / "docs" / "thresholds.md").read_text()
+    assert [name for name in hardware_data()["gpus"] if f"`{name}`" not in listed] == []
+
+
+def test_an_h100_class_busbw_fails_8x_b200_nvlink5() -> None:
+    b200 = hgx(8, "NVIDIA B200", nvlink=5)
+    assert judge(nccl_allreduce(700.0), b200).status == "pass"
+    slow = judge(nccl_allreduce(450.0), b200)  # what 8x H100 reach: NVLink5 should double it
+    assert slow.status == "fail"
+    assert "host: busbw_gbps.all_reduce.8589934592 450 GB/s, expected >= 630 = 0.7 x 900" in slow.reason
 
 
 def test_a_link_down_lowers_the_limit_of_that_gpu_and_the_host_bus() -> None:

@@ -18,7 +18,7 @@ def record(path: str, log: NcclLog | None, grade: Grade) -> dict[str, Any]:
     A single rank moves no data between GPUs: its bus bandwidth is null ("busbw_applicable": false),
     never the copy-to-itself figure nccl-tests prints (hundreds of TB/s).
     """
-    single = log is not None and len(log.devices) == 1
+    single = log is not None and log.ranks == 1
     return {
         "file": path,
         "op": log.op if log else None,

@@ -109,7 +109,9 @@ class NcclLog:
     step_factor: int | None = None
     validation: int | None = None  # -c: 0 means nothing checked the results
     headers: int = 0  # '# nThread' headers: more than one means several runs in one log
-    devices: list[Device] = field(default_factory=list)
+    threads: int | None = None  # nThread (-t): threads per process
+    gpus_per_thread: int | None = None  # nGpus (-g): GPUs each thread drives
+    devices: list[Device] = field(default_factory=list)  # one per rank, in rank order
     rows: list[Row] = field(default_factory=list)
     bad_lines: list[str] = field(default_factory=list)  # result lines that did not parse
     crash_lines: list[str] = field(default_factory=list)
@@ -119,6 +121,15 @@ class NcclLog:
     finished: bool = False  # the '# Avg bus bandwidth' trailer (JSON: average_bus_bandwidth) is there
     nccl_errors: list[str] = field(default_factory=list)
     malformed: str = ""  # why a -J file could not be read as JSON
+
+    @property
+    def ranks(self) -> int:
+        """NCCL ranks: processes x threads x GPUs per thread, as nccl-tests counts them (0: none named).
+
+        One per GPU: the text lists every rank's GPU; a -J report names each process's first GPU only,
+        and parse_json lists the process's other GPUs after it (see _process_devices).
+        """
+        return len(self.devices)
 
 
 def read_log(path: Path) -> NcclLog:
@@ -188,6 +199,7 @@ def _comment_line(log: NcclLog, line: str) -> list[str] | None:
 def _sweep(log: NcclLog, m: re.Match[str]) -> None:
     log.headers += 1
     log.finished = False  # a second run in the same log must reach its own trailer
+    log.threads, log.gpus_per_thread = int(m.group(1)), int(m.group(2))
     log.min_bytes, log.max_bytes = int(m.group(3)), int(m.group(4))
     checks = _VALIDATION.search(m.string)
     log.validation = int(checks.group(1)) if checks else None
@@ -310,11 +322,25 @@ def _json_config(log: NcclLog, config: dict[str, Any]) -> None:
     log.min_bytes, log.max_bytes = _int(config.get("minimum_bytes")), _int(config.get("maximum_bytes"))
     log.step_factor, log.step_bytes = _int(config.get("step_factor")), _int(config.get("step_bytes"))
     log.validation = _int(config.get("validation"))
+    log.threads, log.gpus_per_thread = _int(config.get("nthreads")), _int(config.get("ngpus"))
+    per_process = max(log.threads or 1, 1) * max(log.gpus_per_thread or 1, 1)
     for dev in config.get("devices") or []:
         if isinstance(dev, dict):
-            rank, index = _int(dev.get("rank")) or 0, _int(dev.get("device")) or 0
-            host, name = str(dev.get("hostname", "")), str(dev.get("device_info", ""))
-            log.devices.append(Device(rank, host, index, name))
+            log.devices += _process_devices(dev, per_process)
+
+
+def _process_devices(dev: dict[str, Any], per_process: int) -> list[Device]:
+    """The ranks of one process of a -J report: `devices` holds one entry per process.
+
+    nccl-tests prints a '#  Rank' line for each of a process's nthreads x ngpus GPUs, but its JSON writer
+    parses only the first line of each process's block (parseRankInfo in src/util.cu). That process's
+    ranks are rank..rank+per_process-1 on CUDA devices device..device+per_process-1 of its host
+    (writeDeviceReport: rank = proc*nThreads*nGpus+i, cudaDev = first+i); the JSON does not name the
+    other GPUs' model, so they carry the first GPU's name.
+    """
+    rank, index = _int(dev.get("rank")) or 0, _int(dev.get("device")) or 0
+    host, name = str(dev.get("hostname", "")), str(dev.get("device_info", ""))
+    return [Device(rank + i, host, index + i, name) for i in range(per_process)]
 
 
 def _json_row(raw: dict[str, Any]) -> Row | None:
