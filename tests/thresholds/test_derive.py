@@ -7,6 +7,8 @@ from it, PCIe cards, and H100 NVL pairs joined by NVLink bridges (12 links per p
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,12 +79,125 @@ def test_8x_h100_sxm_gates_come_from_the_datasheet_nvlink_and_pcie() -> None:
     assert nccl.fraction == 0.75 and nccl.limit == 450
 
 
-def test_a_link_down_lowers_the_limit_of_that_gpu_and_the_host_bus() -> None:
-    found = derive_host(read_hardware("n1", hgx(4, "NVIDIA H200", down={2: 9})))
-    bus_gate = gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"]
-    assert bus_gate.limit == 9 * 25 and "GPU 2" in bus_gate.source
-    probe = gates_by_metric(found, "gpu_probe")
-    assert probe["p2p_gbps.2.0"].limit == 225 and probe["p2p_gbps.0.1"].limit == 450
+def limits(found: list[Any]) -> tuple[DerivedGate, dict[str, Any]]:
+    """The host's all_reduce gate and its gpu_probe gates by metric."""
+    return gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"], gates_by_metric(
+        found, "gpu_probe"
+    )
+
+
+def test_links_down_never_lower_the_bar_8x_h100() -> None:
+    """Issue 36: with 6 of GPU 2's 18 NVLinks down every collective gate came from 12 links (210 instead of
+    315 GB/s). The gates count the full complement, and say how many are up."""
+    found = derive_host(read_hardware("n1", hgx(8, down={2: 6}, ports=NDR)))
+    bus_gate, probe = limits(found)
+    assert (bus_gate.limit, bus_gate.min) == (450, 315)
+    assert (
+        bus_gate.source
+        == "the full complement of 18 NVLink4 links per GPU (18 wired, 12 up on GPU 2) x 25 GB/s"
+    )
+    collectives = [d for d in found if d.metric.startswith("busbw_gbps.")]
+    assert len(collectives) == 12 and all(d.limit == 450 for d in collectives)
+    assert probe["p2p_gbps.2.0"].limit == probe["p2p_gbps.5.2"].limit == probe["p2p_gbps.0.1"].limit == 450
+    assert probe["p2p_gbps.2.0"].min == 450 * probe["p2p_gbps.2.0"].fraction
+    assert probe["p2p_gbps.2.0"].source == (
+        "the full complement of 18 NVLink4 links to NVSwitch (18 wired, 12 up on GPU 2; GPU 2's 6 down links "
+        "taken to end where its up links do) x 25 GB/s"
+    )
+    assert (
+        probe["p2p_gbps.0.1"].source
+        == "the full complement of 18 NVLink4 links to NVSwitch (18 wired, all up) x 25 GB/s"
+    )
+
+
+def test_a_gpu_with_every_link_down_is_wired_as_the_healthy_gpus_are() -> None:
+    """No link of GPU 2 up: its far ends are unknown, the healthy GPUs' all end at NVSwitch, so do its."""
+    host = hgx(4, "NVIDIA H200", down={2: 18})
+    host["gpus"]["devices"][2]["nvlink"]["version"] = None  # NVML reads the generation from a link that is up
+    bus_gate, probe = limits(derive_host(read_hardware("n1", host)))
+    assert bus_gate.limit == 450 and "(18 wired, 0 up on GPU 2)" in bus_gate.source
+    assert probe["p2p_gbps.2.3"].limit == 450
+    assert (
+        "GPU 2's 18 down links taken to end where the healthy GPUs' links do" in probe["p2p_gbps.2.3"].source
+    )
+
+
+def nvl(down: dict[int, int]) -> dict[str, Any]:
+    """4 H100 NVL cards bridged 0-1 and 2-3 (12 links a pair), the first `down[i]` links of card i down."""
+    devices = [device(i, "NVIDIA H100 NVL", peer_links(i ^ 1, 12)) for i in range(4)]
+    for i, n in down.items():
+        for link in devices[i]["nvlink"]["links"][:n]:
+            link.update(up=False, remote_bus_id=None, remote_type="unknown")  # as the NVML reader records it
+        devices[i]["nvlink"]["links_up"] = 12 - n
+    return facts(devices)
+
+
+def test_a_bridged_pair_keeps_its_bridge_limit_with_links_down() -> None:
+    _, probe = limits(derive_host(read_hardware("n1", nvl({0: 4, 1: 4}))))
+    assert probe["p2p_gbps.0.1"].limit == probe["p2p_gbps.1.0"].limit == 300
+    assert (
+        "(12 wired, 8 up; GPU 0's 4 down links taken to end where its up links do;"
+        in probe["p2p_gbps.0.1"].source
+    )
+    assert probe["p2p_gbps.0.2"].limit == pytest.approx(63.008)  # never bridged: PCIe, as before
+    # The whole bridge down: no link says where it went; the two GPUs with links down are counted as joined.
+    _, probe = limits(derive_host(read_hardware("n1", nvl({0: 12, 1: 12}))))
+    assert probe["p2p_gbps.0.1"].limit == 300
+    assert "12 down links of GPU 0 and of GPU 1, their far end unknown, counted as between them" in (
+        probe["p2p_gbps.0.1"].source
+    )
+    assert probe["p2p_gbps.0.2"].limit == probe["p2p_gbps.1.3"].limit == pytest.approx(63.008)
+
+
+def test_with_no_link_up_anywhere_nothing_says_where_links_go_and_pcie_bounds() -> None:
+    """PCIe cards whose NVLink bridge is absent may list their links as down: no GPU of the host has one up,
+    so no wiring is known; the gates fall back to PCIe (gpu_health names every link down)."""
+    bus_gate, probe = limits(derive_host(read_hardware("n1", nvl({i: 12 for i in range(4)}))))
+    assert bus_gate.limit == probe["p2p_gbps.0.1"].limit == pytest.approx(63.008)
+    assert "no NVLink between them" in probe["p2p_gbps.0.1"].source
+
+
+def test_a_direct_mesh_keeps_the_pair_and_the_host_bus_with_a_pair_down() -> None:
+    """4 GPUs joined directly, 4 links to each other GPU (12 each); the 4 links between GPUs 0 and 3 down.
+    Their up links end at two peers each, so the down ones are placed by what both ends lack."""
+    devices = []
+    for i in range(4):
+        links = [
+            {"link": 4 * n + k, "up": {i, peer} != {0, 3}, "remote_bus_id": bus(peer), "remote_type": "gpu"}
+            for n, peer in enumerate(p for p in range(4) if p != i)
+            for k in range(4)
+        ]
+        for link in links:
+            if not link["up"]:
+                link.update(remote_bus_id=None, remote_type="unknown")
+        devices.append(device(i, H100, links))
+    bus_gate, probe = limits(derive_host(read_hardware("n1", facts(devices))))
+    assert probe["p2p_gbps.0.3"].limit == probe["p2p_gbps.3.0"].limit == probe["p2p_gbps.0.1"].limit == 100
+    assert "4 down links of GPU 0 and of GPU 3" in probe["p2p_gbps.0.3"].source
+    assert bus_gate.limit == 300 and "(12 wired, 8 up on GPU 0, 8 up on GPU 3)" in bus_gate.source
+
+
+REAL_4GPU = Path(__file__).parent / "fixtures" / "h100-4gpu-nvml-facts.json"
+
+
+def real_4gpu(down: dict[int, list[int]] | None = None) -> dict[str, Any]:
+    """The NVML facts of a real 4x H100 HGX host (fixtures/README.md), links taken down as NVML records a
+    down link: up false, no remote bus id, far end unknown."""
+    gpus = json.loads(REAL_4GPU.read_text())
+    for index, links in (down or {}).items():
+        nvlink = gpus["devices"][index]["nvlink"]
+        for k in links:
+            nvlink["links"][k].update(up=False, remote_bus_id=None, remote_type="unknown", speed_mbps=None)
+        nvlink["links_up"] -= len(links)
+    return {"gpus": gpus, "rdma": {"ports": []}}
+
+
+def test_the_real_4x_h100_record_derives_the_same_gates_with_links_down() -> None:
+    healthy = {d.metric: d for d in derive_host(read_hardware("n1", real_4gpu())) if d.test == "gpu_probe"}
+    bus_gate, probe = limits(derive_host(read_hardware("n1", real_4gpu({2: [0, 3, 7, 8, 11, 17]}))))
+    assert bus_gate.limit == 450 and "(18 wired, 12 up on GPU 2)" in bus_gate.source
+    assert {m: g.limit for m, g in probe.items()} == {m: g.limit for m, g in healthy.items()}
+    assert healthy["p2p_gbps.2.3"].source.endswith("(18 wired, all up) x 25 GB/s")
 
 
 def test_nvl_bridged_pairs_gate_pairs_on_their_bridge_and_collectives_on_pcie() -> None:
@@ -114,9 +229,21 @@ def test_one_gpu_has_no_pair_and_no_collective_gates() -> None:
     assert not [d for d in found if d.metric.startswith("p2p_gbps")]
 
 
-def test_a_pcie_link_trained_down_lowers_the_host_copy_limit() -> None:
+def test_a_gpu_whose_slot_allows_gen4_x8_gets_that_limit() -> None:
     found = derive_host(read_hardware("n1", facts([device(0, H100, switch_links(18), gen=4, width=8)])))
     assert gates_by_metric(found, "gpu_probe")["h2d_gbps.0"].limit == pytest.approx(15.752)
+
+
+def test_a_pcie_link_trained_below_its_width_keeps_the_host_copy_limit() -> None:
+    """The host-copy, pair and bus gates read NVML's max generation and width (GPU and slot), never the
+    current: a link trained at x8 of x16 is gpu_health's to name, not a lower bar."""
+    host = facts([device(i, "NVIDIA H100 PCIe", []) for i in range(2)])
+    host["gpus"]["devices"][1]["pcie"].update(gen_current=1, width_current=8)
+    found = derive_host(read_hardware("n1", host))
+    bus_gate, probe = limits(found)
+    assert probe["h2d_gbps.1"].limit == probe["d2h_gbps.1"].limit == pytest.approx(63.008)
+    assert "gen5 x16" in probe["h2d_gbps.1"].source
+    assert probe["p2p_gbps.0.1"].limit == bus_gate.limit == pytest.approx(63.008)
 
 
 def test_an_unknown_model_is_missing_with_the_fix() -> None:

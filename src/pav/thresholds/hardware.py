@@ -22,13 +22,22 @@ class Gpu:
     pcie_width: int | None = None
     nvlink_version: int | None = None
     nvlink_up: int | None = None  # None: not read (no NVML); 0: a board without NVLink, or all links down
-    nvlink_total: int | None = None
-    nvlink_peers: dict[str, int] = field(default_factory=dict)  # peer GPU bus id -> links to it
+    nvlink_total: int | None = None  # every link the board has, up or down (the full complement)
+    nvlink_peers: dict[str, int] = field(default_factory=dict)  # peer GPU bus id -> links up to it
     nvlink_switch_links: int = 0  # links up to an NVSwitch
 
     def label(self) -> str:
         ids = ", ".join(x for x in (self.bus_id, self.uuid) if x)
         return f"GPU {self.index} ({ids})" if ids else f"GPU {self.index}"
+
+    @property
+    def nvlink_wired(self) -> int:
+        """The links the board has, up or down (links up where the total was not read)."""
+        return self.nvlink_total if self.nvlink_total is not None else self.nvlink_up or 0
+
+    @property
+    def nvlink_down(self) -> int:
+        return max(self.nvlink_wired - (self.nvlink_up or 0), 0)
 
 
 @dataclass(frozen=True)
