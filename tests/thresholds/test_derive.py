@@ -16,7 +16,7 @@ import pytest
 from pav.results import HostRecord, TestResult, verdict_of
 from pav.thresholds.apply import apply_derived, derive_hosts, gates_record
 from pav.thresholds.derive import SIZE, DerivedGate, Missing, NotApplicable, derive_fabric, derive_host
-from pav.thresholds.hardware import normalize_bus_id, rdma_rate, read_hardware
+from pav.thresholds.hardware import normalize_bus_id, read_hardware, read_rdma
 from pav.thresholds.relative import relative_gates
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -256,18 +256,65 @@ def test_an_unknown_model_is_missing_with_the_fix() -> None:
 
 def test_inter_node_gate_is_the_slowest_hosts_infiniband_ports() -> None:
     a = read_hardware("a", hgx(8, ports=NDR))
-    b = read_hardware("b", hgx(8, ports=NDR[:6] + ETH))  # two HCAs lost: the Ethernet port does not count
+    b = read_hardware("b", hgx(8, ports=NDR[:6] + ETH))  # two HCAs gone: the Ethernet port does not count
     gate = derive_fabric([a, b], "nccl_tests_all_reduce_multi")
     assert isinstance(gate, DerivedGate)
-    assert gate.limit == 300 and gate.min == 240 and "6 active RDMA ports on b" in gate.source
+    assert gate.limit == 300 and gate.min == 240
+    assert gate.source == (
+        "the full complement of 6 InfiniBand ports on b (6 listed, 6 active) x 400 Gb/s "
+        "= 300 GB/s per direction"
+    )
     gate = derive_fabric([a, read_hardware("c", hgx(8))], "torch_nccl_allreduce_multi")
     assert isinstance(gate, Missing) and "no active InfiniBand or RoCE port on c" in gate.fact
 
 
-def test_rdma_rate_and_bus_ids() -> None:
-    assert rdma_rate(NDR) == (400.0, 8)
-    assert rdma_rate(ETH) == (25.0, 1)  # RoCE counts where there is no InfiniBand
-    assert rdma_rate(["mlx5_0 1 1: DOWN|400 Gb/sec (4X NDR)|InfiniBand"]) == (None, 0)
+def down(
+    lines: list[str], index: int, state: str = "1: DOWN", rate: str = "400 Gb/sec (4X NDR)"
+) -> list[str]:
+    """Port `index` of `lines` in another state or at another rate, as the sysfs files would say."""
+    out = list(lines)
+    out[index] = f"mlx5_{index} 1 {state}|{rate}|InfiniBand"
+    return out
+
+
+def test_a_down_or_slow_rdma_port_never_lowers_the_inter_node_bar() -> None:
+    """Issue 36: with one of 8 InfiniBand ports DOWN the gate came from the 7 left. A DOWN port's sysfs rate
+    means nothing (10 Gb/s here); every port counts at the rate the healthy ones run."""
+    healthy = read_hardware("a", hgx(8, ports=NDR))
+    for ports, note in (
+        (down(NDR, 3, rate="10 Gb/sec (4X SDR)"), "8 listed, 7 active"),
+        (down(NDR, 5, "4: ACTIVE", "200 Gb/sec (4X HDR)"), "8 listed, 8 active, 1 below that rate"),
+    ):
+        hw = read_hardware("b", hgx(8, ports=ports))
+        assert (hw.rdma_gbps, hw.rdma_ports) == (400, 8)
+        gate = derive_fabric([healthy, hw], "torch_nccl_allreduce_multi")
+        assert isinstance(gate, DerivedGate) and (gate.limit, gate.min) == (400, 320)
+        assert f"8 InfiniBand ports on b ({note}) x 400 Gb/s = 400 GB/s" in gate.source
+
+
+def test_the_expected_port_count_sets_the_complement() -> None:
+    lost = {**hgx(8, ports=NDR[:6]), "rdma": {"ports": NDR[:6], "ports_expected": 8}}  # two HCAs gone
+    gate = derive_fabric([read_hardware("b", lost)], "torch_nccl_allreduce_multi")
+    assert isinstance(gate, DerivedGate) and gate.limit == 400
+    assert (
+        "8 InfiniBand ports on b (8 expected (preflight_rdma_ports_expected); 6 listed, 6 active)"
+        in gate.source
+    )
+    storage = ["mlx5_8 1 4: ACTIVE|200 Gb/sec (4X HDR)|InfiniBand", "mlx5_9 1 1: DOWN|200 Gb/sec|InfiniBand"]
+    extra = {**hgx(8), "rdma": {"ports": NDR + storage, "ports_expected": 8}}  # a storage HCA's ports too
+    assert read_hardware("c", extra).rdma_gbps == 400
+
+
+def test_read_rdma_picks_the_fabric_link_layer_and_bus_ids() -> None:
+    both = {"ports": NDR + ETH}
+    assert read_rdma(both).layer == "InfiniBand" and len(read_rdma(both).ports) == 8
+    assert read_rdma({"ports": ETH}).gbps == 25.0  # RoCE where there is no InfiniBand
+    roce = read_rdma(both, "roce")  # nccl_env_fabric says which layer the fabric runs over
+    assert (roce.layer, [p.name for p in roce.ports], roce.gbps) == ("Ethernet", ["mlx5_8 port 1"], 25.0)
+    only_down = read_rdma({"ports": ["mlx5_0 1 1: DOWN|400 Gb/sec (4X NDR)|InfiniBand"]})
+    assert (only_down.counted, only_down.gbps) == (1, None)  # no port active: no rate to count at
+    [port] = read_rdma({"ports": ["mlx5_1 1 1: DOWN||unknown", "mlx5_2 2 4: ACTIVE|bad|InfiniBand"]}).ports
+    assert (port.name, port.state, port.gbit, port.active) == ("mlx5_2 port 2", "ACTIVE", None, True)
     assert normalize_bus_id("0000:1b:00.0") == "00000000:1B:00.0"
 
 

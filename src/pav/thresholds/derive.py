@@ -144,7 +144,10 @@ def derive_host(hw: HostHardware) -> list[Derived]:
 
 
 def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
-    """A test across hosts is bounded by the slowest host's RDMA ports (NCCL_ALGO=Ring)."""
+    """A test across hosts is bounded by the slowest host's RDMA ports (NCCL_ALGO=Ring), each host counted
+    with its full complement: every port of its link layer (or the number the env expects), a port that is
+    down or slow counted at the rate its healthy ports run, so a down port never lowers the bar (gpu_health
+    names it)."""
     metric = f"{INTER_NODE[test]}.{SIZE}"
     if hosts and all(h.fabric == "socket" for h in hosts):
         why = (
@@ -154,16 +157,16 @@ def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
     lacking = [h.host for h in hosts if not h.rdma_gbps]
     if lacking:
         fact = (
-            f"no active InfiniBand or RoCE port on {', '.join(lacking)} (facts.rdma.ports): the inter-node "
-            f"limit is unknown; check the HCAs (ibstat), {PROFILE_FIX}"
+            f"no active InfiniBand or RoCE port on {', '.join(lacking)} (facts.rdma.ports): the rate its "
+            f"ports run at, so the inter-node limit, is unknown; check the HCAs (ibstat), {PROFILE_FIX}"
         )
         return Missing(test, metric, fact)
-    slowest = min(hosts, key=lambda h: h.rdma_gbps or 0.0)
+    # Of hosts with the same limit, the one with the fewest ports active: its source names what is down.
+    slowest = min(hosts, key=lambda h: (h.rdma_gbps or 0.0, len(h.rdma.healthy)))
     frac = fractions()["absolute"]["busbw_inter_node.all_reduce"]
-    source = (
-        f"{slowest.rdma_ports} active RDMA ports on {slowest.host}, {slowest.rdma_gbps:g} GB/s per direction"
+    return DerivedGate(
+        test, metric, slowest.rdma_gbps or 0.0, frac.value, "absolute", rdma_source(slowest), "fabric"
     )
-    return DerivedGate(test, metric, slowest.rdma_gbps or 0.0, frac.value, "absolute", source, "fabric")
 
 
 def _per_gpu(hw: HostHardware) -> list[Derived]:
@@ -370,6 +373,21 @@ def _placed(gpu: Gpu, wiring: Wiring) -> str:
 
 def _wired_note(wired: int, state: str, notes: list[str]) -> str:
     return "; ".join([f"{wired} wired, {state}", *(n for n in notes if n)])
+
+
+def rdma_source(hw: HostHardware) -> str:
+    """E.g. 'the full complement of 8 InfiniBand ports on n1 (8 listed, 7 active) x 400 Gb/s = 400 GB/s
+    per direction'."""
+    rdma = hw.rdma
+    listed = f"{len(rdma.ports)} listed, {len(rdma.up)} active"
+    slow = len(rdma.up) - len(rdma.healthy)
+    listed += f", {slow} below that rate" if slow else ""
+    if rdma.expected:
+        listed = f"{rdma.expected} expected (preflight_rdma_ports_expected); {listed}"
+    return (
+        f"the full complement of {rdma.counted} {rdma.layer} ports on {hw.host} ({listed}) "
+        f"x {rdma.port_gbit or 0:g} Gb/s = {hw.rdma_gbps or 0:g} GB/s per direction"
+    )
 
 
 def nvlink_rate(gpu: Gpu) -> float | None:
