@@ -28,6 +28,12 @@ options:
     description: sysfs folder listing RDMA devices.
     type: path
     default: /sys/class/infiniband
+  rdma_ports_expected:
+    description:
+      - The RDMA ports the env says the host has (its InfiniBand or RoCE fabric's ports), recorded as
+        C(rdma.ports_expected) beside the ports found; 0 records nothing and every port found counts.
+    type: int
+    default: 0
   mount_fstypes:
     description: Filesystem types findmnt lists as the host's mounts.
     type: list
@@ -164,6 +170,7 @@ def main() -> None:
             "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
             "gpu_ids": {"type": "str", "default": ""},
             "infiniband_sysfs": {"type": "path", "default": "/sys/class/infiniband"},
+            "rdma_ports_expected": {"type": "int", "default": 0},
             "mount_fstypes": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
@@ -173,6 +180,8 @@ def main() -> None:
     facts["gpu"] = gpus(params["nvidia_smi"], params["gpu_ids"])
     ports = rdma_ports(params["infiniband_sysfs"])
     facts["rdma"] = {"ports": ports, "hcas": list(dict.fromkeys(p.split(" ")[0] for p in ports))}
+    if params["rdma_ports_expected"] > 0:  # the env's word, beside what the host says (thresholds.md)
+        facts["rdma"]["ports_expected"] = params["rdma_ports_expected"]
     facts["mounts"] = mounts(module, params["mount_fstypes"])
     module.exit_json(changed=False, facts=facts)
 

@@ -493,6 +493,40 @@ def test_nvml_hgx_links_to_nvswitch() -> None:
     assert facts.devices[0].memory_total_mib == 143771
 
 
+def test_nvml_pcie_current_and_max_link_come_from_their_own_calls() -> None:
+    """gpu_health names a link trained narrower than its max (issue 36): the reader must not mix the two up.
+    Idle, the generation drops (gen1 of gen5); the width is what the link trained at."""
+    module = fake_pynvml(nvl_pair())
+    module.nvmlDeviceGetCurrPcieLinkWidth = lambda h: 8 if h == 1 else 16  # type: ignore[attr-defined]
+    module.nvmlDeviceGetCurrPcieLinkGeneration = lambda h: 1  # type: ignore[attr-defined]
+    first, second = (d["pcie"] for d in _round_trip(read_nvml(module))["devices"])
+    assert first == {"gen_current": 1, "gen_max": 5, "width_current": 16, "width_max": 16}
+    assert second == {"gen_current": 1, "gen_max": 5, "width_current": 8, "width_max": 16}
+
+
+def test_nvml_a_down_link_has_no_far_end() -> None:
+    """What the gates place a down link by (thresholds/derive.py nvlink_wiring): up false, no remote bus id,
+    remote_type unknown; NVML is not asked for the far end of a link that is down."""
+    switch_links = {k: (True, "FFFFFFFF:FF:FF.0", SWITCH) for k in range(18)}  # as a real HGX H100 answers
+    gpus = [FakeGpu("NVIDIA H100 80GB HBM3", "GPU-0300", "00000000:00:06.0", board_links=18,
+                    links={**switch_links, 5: (False, "", GPU)})]  # fmt: skip
+    module = fake_pynvml(gpus)
+    asked: list[int] = []
+    remote = module.nvmlDeviceGetNvLinkRemotePciInfo
+
+    def remote_pci(handle: int, link: int) -> Any:
+        asked.append(link)
+        return remote(handle, link)
+
+    module.nvmlDeviceGetNvLinkRemotePciInfo = remote_pci  # type: ignore[attr-defined]
+    nvlink = _round_trip(read_nvml(module))["devices"][0]["nvlink"]
+    assert (nvlink["links_total"], nvlink["links_up"]) == (18, 17) and 5 not in asked
+    assert nvlink["links"][5] == {
+        "link": 5, "up": False, "remote_bus_id": None, "remote_type": "unknown", "speed_mbps": None,
+    }  # fmt: skip
+    assert {link["remote_type"] for link in nvlink["links"] if link["up"]} == {"switch"}
+
+
 def test_nvml_one_pcie_gpu_has_no_nvlink_and_that_is_not_missing() -> None:
     gpus = [FakeGpu("NVIDIA H100 PCIe", "GPU-0200", "00000000:65:00.0", refuse={"nvmlDeviceGetEccMode"})]
     facts = _round_trip(read_nvml(fake_pynvml(gpus)))

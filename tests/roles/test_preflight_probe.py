@@ -82,7 +82,7 @@ def fake_host(tmp_path: Path) -> tuple[Path, Path]:
 def test_gpus_rdma_and_host_facts_come_from_one_module_run(tmp_path: Path) -> None:
     smi, sysfs = fake_host(tmp_path)
     facts = probe(tmp_path, {"preflight_nvidia_smi": str(smi), "preflight_infiniband_sysfs": str(sysfs),
-                             "preflight_gpu_ids": "0,1"})  # fmt: skip
+                             "preflight_gpu_ids": "0,1", "preflight_rdma_ports_expected": 8})  # fmt: skip
     gpu = facts["gpu"]
     assert gpu["count"] == 2 and gpu["nvidia_smi"] == "ok"
     assert gpu["devices"][1] == ["1", "NVIDIA H100 80GB HBM3", "81559", "570.133.20", "00000000:2A:00.0",
@@ -96,6 +96,7 @@ def test_gpus_rdma_and_host_facts_come_from_one_module_run(tmp_path: Path) -> No
             "mlx5_1 1 1: DOWN|400 Gb/sec (4X NDR)|unknown",
         ],
         "hcas": ["mlx5_0", "mlx5_1"],
+        "ports_expected": 8,
     }
     # What bash's ulimit and /proc say in this very process tree.
     memlock = subprocess.run(["bash", "-c", "ulimit -Sl"], capture_output=True, text=True, check=True).stdout
@@ -107,6 +108,7 @@ def test_gpus_rdma_and_host_facts_come_from_one_module_run(tmp_path: Path) -> No
 
 def test_a_host_whose_nvidia_smi_is_missing_or_fails_has_no_gpus(tmp_path: Path) -> None:
     missing = probe(tmp_path, {"preflight_nvidia_smi": str(tmp_path / "no-such-smi")})
+    assert "ports_expected" not in missing["rdma"]  # preflight_rdma_ports_expected unset: nothing recorded
     assert missing["gpu"] == {"count": 0, "devices": [], "driver": "", "cuda": "", "topology": "",
                               "nvidia_smi": "absent"}  # fmt: skip
     failing = tmp_path / "failing-smi"

@@ -9,6 +9,8 @@ per pair).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +26,7 @@ from pav.thresholds.derive import (
     derive_host,
     hardware_data,
 )
-from pav.thresholds.hardware import normalize_bus_id, rdma_rate, read_hardware
+from pav.thresholds.hardware import normalize_bus_id, read_hardware, read_rdma
 from pav.thresholds.relative import relative_gates
 from tests.conftest import ROOT
 
@@ -124,11 +126,12 @@ def test_blackwell_hosts_derive_every_gate_from_the_table_and_nvlink5(
     assert probe["h2d_gbps.1"].limit == pytest.approx(pcie) and f"gen{gen} x16" in probe["h2d_gbps.1"].source
     # 18 NVLink5 links up to the switches, 50 GB/s each per direction: 900 GB/s for a pair and for the host.
     pair = probe["p2p_gbps.0.1"]
-    assert pair.limit == 18 * 50 and pair.source == "18 NVLink5 links up to NVSwitch x 50 GB/s"
+    assert pair.limit == 18 * 50
+    assert pair.source == "the full complement of 18 NVLink5 links to NVSwitch (18 wired, all up) x 50 GB/s"
     assert len([m for m in probe if m.startswith("p2p_gbps.")]) == count * (count - 1)
     allreduce = gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"]
     assert (allreduce.limit, allreduce.min) == (900, 630)
-    assert allreduce.source == "18 NVLink5 links up on GPU 0 (00000000:18:00.0, GPU-0000-uuid) x 50 GB/s"
+    assert allreduce.source == "the full complement of 18 NVLink5 links per GPU (18 wired, all up) x 50 GB/s"
     collectives = [d for d in found if d.test != "gpu_probe"]
     assert collectives and {d.limit for d in collectives} == {900}
     assert gates_by_metric(found, "nccl_tests_sendrecv")[f"busbw_gbps.{SIZE}"].min == 675
@@ -147,12 +150,125 @@ def test_an_h100_class_busbw_fails_8x_b200_nvlink5() -> None:
     assert "host: busbw_gbps.all_reduce.8589934592 450 GB/s, expected >= 630 = 0.7 x 900" in slow.reason
 
 
-def test_a_link_down_lowers_the_limit_of_that_gpu_and_the_host_bus() -> None:
-    found = derive_host(read_hardware("n1", hgx(4, "NVIDIA H200", down={2: 9})))
-    bus_gate = gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"]
-    assert bus_gate.limit == 9 * 25 and "GPU 2" in bus_gate.source
-    probe = gates_by_metric(found, "gpu_probe")
-    assert probe["p2p_gbps.2.0"].limit == 225 and probe["p2p_gbps.0.1"].limit == 450
+def limits(found: list[Any]) -> tuple[DerivedGate, dict[str, Any]]:
+    """The host's all_reduce gate and its gpu_probe gates by metric."""
+    return gates_by_metric(found, "torch_nccl_allreduce")[f"busbw_gbps.all_reduce.{SIZE}"], gates_by_metric(
+        found, "gpu_probe"
+    )
+
+
+def test_links_down_never_lower_the_bar_8x_h100() -> None:
+    """Issue 36: with 6 of GPU 2's 18 NVLinks down every collective gate came from 12 links (210 instead of
+    315 GB/s). The gates count the full complement, and say how many are up."""
+    found = derive_host(read_hardware("n1", hgx(8, down={2: 6}, ports=NDR)))
+    bus_gate, probe = limits(found)
+    assert (bus_gate.limit, bus_gate.min) == (450, 315)
+    assert (
+        bus_gate.source
+        == "the full complement of 18 NVLink4 links per GPU (18 wired, 12 up on GPU 2) x 25 GB/s"
+    )
+    collectives = [d for d in found if d.metric.startswith("busbw_gbps.")]
+    assert len(collectives) == 12 and all(d.limit == 450 for d in collectives)
+    assert probe["p2p_gbps.2.0"].limit == probe["p2p_gbps.5.2"].limit == probe["p2p_gbps.0.1"].limit == 450
+    assert probe["p2p_gbps.2.0"].min == 450 * probe["p2p_gbps.2.0"].fraction
+    assert probe["p2p_gbps.2.0"].source == (
+        "the full complement of 18 NVLink4 links to NVSwitch (18 wired, 12 up on GPU 2; GPU 2's 6 down links "
+        "taken to end where its up links do) x 25 GB/s"
+    )
+    assert (
+        probe["p2p_gbps.0.1"].source
+        == "the full complement of 18 NVLink4 links to NVSwitch (18 wired, all up) x 25 GB/s"
+    )
+
+
+def test_a_gpu_with_every_link_down_is_wired_as_the_healthy_gpus_are() -> None:
+    """No link of GPU 2 up: its far ends are unknown, the healthy GPUs' all end at NVSwitch, so do its."""
+    host = hgx(4, "NVIDIA H200", down={2: 18})
+    host["gpus"]["devices"][2]["nvlink"]["version"] = None  # NVML reads the generation from a link that is up
+    bus_gate, probe = limits(derive_host(read_hardware("n1", host)))
+    assert bus_gate.limit == 450 and "(18 wired, 0 up on GPU 2)" in bus_gate.source
+    assert probe["p2p_gbps.2.3"].limit == 450
+    assert (
+        "GPU 2's 18 down links taken to end where the healthy GPUs' links do" in probe["p2p_gbps.2.3"].source
+    )
+
+
+def nvl(down: dict[int, int]) -> dict[str, Any]:
+    """4 H100 NVL cards bridged 0-1 and 2-3 (12 links a pair), the first `down[i]` links of card i down."""
+    devices = [device(i, "NVIDIA H100 NVL", peer_links(i ^ 1, 12)) for i in range(4)]
+    for i, n in down.items():
+        for link in devices[i]["nvlink"]["links"][:n]:
+            link.update(up=False, remote_bus_id=None, remote_type="unknown")  # as the NVML reader records it
+        devices[i]["nvlink"]["links_up"] = 12 - n
+    return facts(devices)
+
+
+def test_a_bridged_pair_keeps_its_bridge_limit_with_links_down() -> None:
+    _, probe = limits(derive_host(read_hardware("n1", nvl({0: 4, 1: 4}))))
+    assert probe["p2p_gbps.0.1"].limit == probe["p2p_gbps.1.0"].limit == 300
+    assert (
+        "(12 wired, 8 up; GPU 0's 4 down links taken to end where its up links do;"
+        in probe["p2p_gbps.0.1"].source
+    )
+    assert probe["p2p_gbps.0.2"].limit == pytest.approx(63.008)  # never bridged: PCIe, as before
+    # The whole bridge down: no link says where it went; the two GPUs with links down are counted as joined.
+    _, probe = limits(derive_host(read_hardware("n1", nvl({0: 12, 1: 12}))))
+    assert probe["p2p_gbps.0.1"].limit == 300
+    assert "12 down links of GPU 0 and of GPU 1, their far end unknown, counted as between them" in (
+        probe["p2p_gbps.0.1"].source
+    )
+    assert probe["p2p_gbps.0.2"].limit == probe["p2p_gbps.1.3"].limit == pytest.approx(63.008)
+
+
+def test_with_no_link_up_anywhere_nothing_says_where_links_go_and_pcie_bounds() -> None:
+    """PCIe cards whose NVLink bridge is absent may list their links as down: no GPU of the host has one up,
+    so no wiring is known; the gates fall back to PCIe (gpu_health names every link down)."""
+    bus_gate, probe = limits(derive_host(read_hardware("n1", nvl({i: 12 for i in range(4)}))))
+    assert bus_gate.limit == probe["p2p_gbps.0.1"].limit == pytest.approx(63.008)
+    assert "no NVLink between them" in probe["p2p_gbps.0.1"].source
+
+
+def test_a_direct_mesh_keeps_the_pair_and_the_host_bus_with_a_pair_down() -> None:
+    """4 GPUs joined directly, 4 links to each other GPU (12 each); the 4 links between GPUs 0 and 3 down.
+    Their up links end at two peers each, so the down ones are placed by what both ends lack."""
+    devices = []
+    for i in range(4):
+        links = [
+            {"link": 4 * n + k, "up": {i, peer} != {0, 3}, "remote_bus_id": bus(peer), "remote_type": "gpu"}
+            for n, peer in enumerate(p for p in range(4) if p != i)
+            for k in range(4)
+        ]
+        for link in links:
+            if not link["up"]:
+                link.update(remote_bus_id=None, remote_type="unknown")
+        devices.append(device(i, H100, links))
+    bus_gate, probe = limits(derive_host(read_hardware("n1", facts(devices))))
+    assert probe["p2p_gbps.0.3"].limit == probe["p2p_gbps.3.0"].limit == probe["p2p_gbps.0.1"].limit == 100
+    assert "4 down links of GPU 0 and of GPU 3" in probe["p2p_gbps.0.3"].source
+    assert bus_gate.limit == 300 and "(12 wired, 8 up on GPU 0, 8 up on GPU 3)" in bus_gate.source
+
+
+REAL_4GPU = Path(__file__).parent / "fixtures" / "h100-4gpu-nvml-facts.json"
+
+
+def real_4gpu(down: dict[int, list[int]] | None = None) -> dict[str, Any]:
+    """The NVML facts of a real 4x H100 HGX host (fixtures/README.md), links taken down as NVML records a
+    down link: up false, no remote bus id, far end unknown."""
+    gpus = json.loads(REAL_4GPU.read_text())
+    for index, links in (down or {}).items():
+        nvlink = gpus["devices"][index]["nvlink"]
+        for k in links:
+            nvlink["links"][k].update(up=False, remote_bus_id=None, remote_type="unknown", speed_mbps=None)
+        nvlink["links_up"] -= len(links)
+    return {"gpus": gpus, "rdma": {"ports": []}}
+
+
+def test_the_real_4x_h100_record_derives_the_same_gates_with_links_down() -> None:
+    healthy = {d.metric: d for d in derive_host(read_hardware("n1", real_4gpu())) if d.test == "gpu_probe"}
+    bus_gate, probe = limits(derive_host(read_hardware("n1", real_4gpu({2: [0, 3, 7, 8, 11, 17]}))))
+    assert bus_gate.limit == 450 and "(18 wired, 12 up on GPU 2)" in bus_gate.source
+    assert {m: g.limit for m, g in probe.items()} == {m: g.limit for m, g in healthy.items()}
+    assert healthy["p2p_gbps.2.3"].source.endswith("(18 wired, all up) x 25 GB/s")
 
 
 def test_nvl_bridged_pairs_gate_pairs_on_their_bridge_and_collectives_on_pcie() -> None:
@@ -184,9 +300,21 @@ def test_one_gpu_has_no_pair_and_no_collective_gates() -> None:
     assert not [d for d in found if d.metric.startswith("p2p_gbps")]
 
 
-def test_a_pcie_link_trained_down_lowers_the_host_copy_limit() -> None:
+def test_a_gpu_whose_slot_allows_gen4_x8_gets_that_limit() -> None:
     found = derive_host(read_hardware("n1", facts([device(0, H100, switch_links(18), gen=4, width=8)])))
     assert gates_by_metric(found, "gpu_probe")["h2d_gbps.0"].limit == pytest.approx(15.752)
+
+
+def test_a_pcie_link_trained_below_its_width_keeps_the_host_copy_limit() -> None:
+    """The host-copy, pair and bus gates read NVML's max generation and width (GPU and slot), never the
+    current: a link trained at x8 of x16 is gpu_health's to name, not a lower bar."""
+    host = facts([device(i, "NVIDIA H100 PCIe", []) for i in range(2)])
+    host["gpus"]["devices"][1]["pcie"].update(gen_current=1, width_current=8)
+    found = derive_host(read_hardware("n1", host))
+    bus_gate, probe = limits(found)
+    assert probe["h2d_gbps.1"].limit == probe["d2h_gbps.1"].limit == pytest.approx(63.008)
+    assert "gen5 x16" in probe["h2d_gbps.1"].source
+    assert probe["p2p_gbps.0.1"].limit == bus_gate.limit == pytest.approx(63.008)
 
 
 def test_an_unknown_model_is_missing_with_the_fix() -> None:
@@ -199,18 +327,65 @@ def test_an_unknown_model_is_missing_with_the_fix() -> None:
 
 def test_inter_node_gate_is_the_slowest_hosts_infiniband_ports() -> None:
     a = read_hardware("a", hgx(8, ports=NDR))
-    b = read_hardware("b", hgx(8, ports=NDR[:6] + ETH))  # two HCAs lost: the Ethernet port does not count
+    b = read_hardware("b", hgx(8, ports=NDR[:6] + ETH))  # two HCAs gone: the Ethernet port does not count
     gate = derive_fabric([a, b], "nccl_tests_all_reduce_multi")
     assert isinstance(gate, DerivedGate)
-    assert gate.limit == 300 and gate.min == 240 and "6 active RDMA ports on b" in gate.source
+    assert gate.limit == 300 and gate.min == 240
+    assert gate.source == (
+        "the full complement of 6 InfiniBand ports on b (6 listed, 6 active) x 400 Gb/s "
+        "= 300 GB/s per direction"
+    )
     gate = derive_fabric([a, read_hardware("c", hgx(8))], "torch_nccl_allreduce_multi")
     assert isinstance(gate, Missing) and "no active InfiniBand or RoCE port on c" in gate.fact
 
 
-def test_rdma_rate_and_bus_ids() -> None:
-    assert rdma_rate(NDR) == (400.0, 8)
-    assert rdma_rate(ETH) == (25.0, 1)  # RoCE counts where there is no InfiniBand
-    assert rdma_rate(["mlx5_0 1 1: DOWN|400 Gb/sec (4X NDR)|InfiniBand"]) == (None, 0)
+def down(
+    lines: list[str], index: int, state: str = "1: DOWN", rate: str = "400 Gb/sec (4X NDR)"
+) -> list[str]:
+    """Port `index` of `lines` in another state or at another rate, as the sysfs files would say."""
+    out = list(lines)
+    out[index] = f"mlx5_{index} 1 {state}|{rate}|InfiniBand"
+    return out
+
+
+def test_a_down_or_slow_rdma_port_never_lowers_the_inter_node_bar() -> None:
+    """Issue 36: with one of 8 InfiniBand ports DOWN the gate came from the 7 left. A DOWN port's sysfs rate
+    means nothing (10 Gb/s here); every port counts at the rate the healthy ones run."""
+    healthy = read_hardware("a", hgx(8, ports=NDR))
+    for ports, note in (
+        (down(NDR, 3, rate="10 Gb/sec (4X SDR)"), "8 listed, 7 active"),
+        (down(NDR, 5, "4: ACTIVE", "200 Gb/sec (4X HDR)"), "8 listed, 8 active, 1 below that rate"),
+    ):
+        hw = read_hardware("b", hgx(8, ports=ports))
+        assert (hw.rdma_gbps, hw.rdma_ports) == (400, 8)
+        gate = derive_fabric([healthy, hw], "torch_nccl_allreduce_multi")
+        assert isinstance(gate, DerivedGate) and (gate.limit, gate.min) == (400, 320)
+        assert f"8 InfiniBand ports on b ({note}) x 400 Gb/s = 400 GB/s" in gate.source
+
+
+def test_the_expected_port_count_sets_the_complement() -> None:
+    lost = {**hgx(8, ports=NDR[:6]), "rdma": {"ports": NDR[:6], "ports_expected": 8}}  # two HCAs gone
+    gate = derive_fabric([read_hardware("b", lost)], "torch_nccl_allreduce_multi")
+    assert isinstance(gate, DerivedGate) and gate.limit == 400
+    assert (
+        "8 InfiniBand ports on b (8 expected (preflight_rdma_ports_expected); 6 listed, 6 active)"
+        in gate.source
+    )
+    storage = ["mlx5_8 1 4: ACTIVE|200 Gb/sec (4X HDR)|InfiniBand", "mlx5_9 1 1: DOWN|200 Gb/sec|InfiniBand"]
+    extra = {**hgx(8), "rdma": {"ports": NDR + storage, "ports_expected": 8}}  # a storage HCA's ports too
+    assert read_hardware("c", extra).rdma_gbps == 400
+
+
+def test_read_rdma_picks_the_fabric_link_layer_and_bus_ids() -> None:
+    both = {"ports": NDR + ETH}
+    assert read_rdma(both).layer == "InfiniBand" and len(read_rdma(both).ports) == 8
+    assert read_rdma({"ports": ETH}).gbps == 25.0  # RoCE where there is no InfiniBand
+    roce = read_rdma(both, "roce")  # nccl_env_fabric says which layer the fabric runs over
+    assert (roce.layer, [p.name for p in roce.ports], roce.gbps) == ("Ethernet", ["mlx5_8 port 1"], 25.0)
+    only_down = read_rdma({"ports": ["mlx5_0 1 1: DOWN|400 Gb/sec (4X NDR)|InfiniBand"]})
+    assert (only_down.counted, only_down.gbps) == (1, None)  # no port active: no rate to count at
+    [port] = read_rdma({"ports": ["mlx5_1 1 1: DOWN||unknown", "mlx5_2 2 4: ACTIVE|bad|InfiniBand"]}).ports
+    assert (port.name, port.state, port.gbit, port.active) == ("mlx5_2 port 2", "ACTIVE", None, True)
     assert normalize_bus_id("0000:1b:00.0") == "00000000:1B:00.0"
 
 

@@ -144,7 +144,10 @@ def derive_host(hw: HostHardware) -> list[Derived]:
 
 
 def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
-    """A test across hosts is bounded by the slowest host's RDMA ports (NCCL_ALGO=Ring)."""
+    """A test across hosts is bounded by the slowest host's RDMA ports (NCCL_ALGO=Ring), each host counted
+    with its full complement: every port of its link layer (or the number the env expects), a port that is
+    down or slow counted at the rate its healthy ports run, so a down port never lowers the bar (gpu_health
+    names it)."""
     metric = f"{INTER_NODE[test]}.{SIZE}"
     if hosts and all(h.fabric == "socket" for h in hosts):
         why = (
@@ -154,16 +157,16 @@ def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
     lacking = [h.host for h in hosts if not h.rdma_gbps]
     if lacking:
         fact = (
-            f"no active InfiniBand or RoCE port on {', '.join(lacking)} (facts.rdma.ports): the inter-node "
-            f"limit is unknown; check the HCAs (ibstat), {PROFILE_FIX}"
+            f"no active InfiniBand or RoCE port on {', '.join(lacking)} (facts.rdma.ports): the rate its "
+            f"ports run at, so the inter-node limit, is unknown; check the HCAs (ibstat), {PROFILE_FIX}"
         )
         return Missing(test, metric, fact)
-    slowest = min(hosts, key=lambda h: h.rdma_gbps or 0.0)
+    # Of hosts with the same limit, the one with the fewest ports active: its source names what is down.
+    slowest = min(hosts, key=lambda h: (h.rdma_gbps or 0.0, len(h.rdma.healthy)))
     frac = fractions()["absolute"]["busbw_inter_node.all_reduce"]
-    source = (
-        f"{slowest.rdma_ports} active RDMA ports on {slowest.host}, {slowest.rdma_gbps:g} GB/s per direction"
+    return DerivedGate(
+        test, metric, slowest.rdma_gbps or 0.0, frac.value, "absolute", rdma_source(slowest), "fabric"
     )
-    return DerivedGate(test, metric, slowest.rdma_gbps or 0.0, frac.value, "absolute", source, "fabric")
 
 
 def _per_gpu(hw: HostHardware) -> list[Derived]:
@@ -215,19 +218,36 @@ def _pairs(hw: HostHardware) -> list[Derived]:
 
 
 def pair_limit(hw: HostHardware, src: Gpu, dst: Gpu) -> tuple[float, str] | str:
-    """The pair's link limit and where it came from, or the fact that is missing."""
+    """The pair's link limit and where it came from, or the fact that is missing. NVLink counts the links as
+    wired, down ones included (nvlink_wiring): a link down never lowers the bar, gpu_health names it."""
     if not hw.nvlink_known:
         return f"NVLink link state of every GPU ({NVML_FACTS}; these facts came from {hw.source})"
-    rate = nvlink_rate(src)
-    direct = src.nvlink_peers.get(dst.bus_id, 0)
+    wiring = nvlink_wiring(hw)
+    rate, version = host_nvlink_rate(hw, src)
+    direct, unknown = pair_links(hw, wiring, src, dst)
     if direct and rate:
-        return (
-            direct * rate,
-            f"{direct} NVLink{src.nvlink_version} links {src.label()} to {dst.label()} x {rate:g} GB/s",
+        up = src.nvlink_peers.get(dst.bus_id, 0)
+        notes = [_placed(g, wiring[g.index]) for g in (src, dst)]
+        if unknown:
+            notes.append(
+                f"{unknown} down links of GPU {src.index} and of GPU {dst.index}, their far end unknown, "
+                "counted as between them"
+            )
+        state = "all up" if up >= direct else f"{up} up"
+        return direct * rate, (
+            f"the full complement of {direct} NVLink{version} links {src.label()} to {dst.label()} "
+            f"({_wired_note(direct, state, notes)}) x {rate:g} GB/s"
         )
-    if src.nvlink_switch_links and dst.nvlink_switch_links and rate:
-        links = min(src.nvlink_switch_links, dst.nvlink_switch_links)
-        return links * rate, f"{links} NVLink{src.nvlink_version} links up to NVSwitch x {rate:g} GB/s"
+    ends = wiring[src.index], wiring[dst.index]
+    if ends[0].switch and ends[1].switch and rate:
+        links = min(end.switch for end in ends)
+        degraded = [g for g in (src, dst) if g.nvlink_switch_links < wiring[g.index].switch]
+        state = ", ".join(f"{g.nvlink_switch_links} up on GPU {g.index}" for g in degraded) or "all up"
+        notes = [_placed(g, wiring[g.index]) for g in degraded]
+        return links * rate, (
+            f"the full complement of {links} NVLink{version} links to NVSwitch "
+            f"({_wired_note(links, state, notes)}) x {rate:g} GB/s"
+        )
     limits = {g.index: pcie_gbps(g) for g in (src, dst)}
     if None in limits.values():
         return f"PCIe generation and width of {src.label()} and {dst.label()} (no NVLink between them)"
@@ -251,18 +271,28 @@ def _collectives(hw: HostHardware) -> list[Derived]:
 
 def bus_limit(hw: HostHardware) -> tuple[float, str] | str:
     """What one host's collectives can reach: the slowest GPU's NVLink total when NVLink joins every GPU
-    to every other (through NVSwitch or directly), else the slowest GPU's PCIe link."""
+    to every other (through NVSwitch or directly), else the slowest GPU's PCIe link. The total is the full
+    complement, every link the GPU has, down ones included: a link down never lowers the bar."""
     if not hw.nvlink_known:
         return f"NVLink link state of every GPU ({NVML_FACTS}; these facts came from {hw.source})"
-    buses = {g.bus_id for g in hw.gpus}
-    joined = all(g.nvlink_switch_links or set(g.nvlink_peers) >= buses - {g.bus_id} for g in hw.gpus)
-    if joined and all(g.nvlink_up and nvlink_rate(g) for g in hw.gpus):
-        slowest = min(hw.gpus, key=lambda g: (g.nvlink_up or 0) * (nvlink_rate(g) or 0))
-        rate = nvlink_rate(slowest) or 0.0
-        links = slowest.nvlink_up or 0
-        return (
-            links * rate,
-            f"{links} NVLink{slowest.nvlink_version} links up on {slowest.label()} x {rate:g} GB/s",
+    wiring = nvlink_wiring(hw)
+    pairs = [(a, b) for a in hw.gpus for b in hw.gpus if a.index < b.index]
+    joined = all(
+        (wiring[a.index].switch and wiring[b.index].switch) or pair_links(hw, wiring, a, b)[0]
+        for a, b in pairs
+    )
+    rates = {g.index: host_nvlink_rate(hw, g) for g in hw.gpus}
+    if joined and all(g.nvlink_wired and rates[g.index][0] for g in hw.gpus):
+        slowest = min(hw.gpus, key=lambda g: g.nvlink_wired * (rates[g.index][0] or 0))
+        rate, version = rates[slowest.index]
+        links = slowest.nvlink_wired
+        same = all(g.nvlink_wired == links for g in hw.gpus)
+        where = "per GPU" if same else f"of {slowest.label()}"
+        degraded = [g for g in hw.gpus if g.nvlink_down]
+        state = ", ".join(f"{g.nvlink_up} up on GPU {g.index}" for g in degraded) or "all up"
+        return links * (rate or 0.0), (
+            f"the full complement of {links} NVLink{version} links {where} ({links} wired, {state}) "
+            f"x {rate:g} GB/s"
         )
     if not hw.pcie_known:
         return "PCIe generation and width of every GPU (NVLink does not join every GPU pair)"
@@ -270,6 +300,95 @@ def bus_limit(hw: HostHardware) -> tuple[float, str] | str:
     return pcie_gbps(
         slowest
     ) or 0.0, f"NVLink does not join every GPU: PCIe gen{slowest.pcie_gen} x{slowest.pcie_width}"
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """Where a GPU's NVLink links end, down ones included: NVML names the far end of a link that is up
+    only (a down link reads as no remote device, `remote_type: unknown`), so a down link is placed by
+    its GPU's up links or the healthy GPUs' links (nvlink_wiring); `placed` says which."""
+
+    switch: int  # links to NVSwitch
+    peers: dict[str, int]  # peer GPU bus id -> links to it
+    unplaced: int = 0  # down links whose far end neither rule could tell
+    placed: str = ""  # "" (no link down, or unplaced) | "its up links" | "the healthy GPUs' links"
+
+
+def nvlink_wiring(hw: HostHardware) -> dict[int, Wiring]:
+    """Each GPU's links as wired. A GPU with links down: where its up links all end at one place (NVSwitch,
+    or one peer GPU) and the healthy GPUs' links (those with none down) do too, its down links end there;
+    else, where every healthy GPU's links all end at NVSwitch, so do its down links; else their far end is
+    unknown (`unplaced`; pair_links counts them between two GPUs that both have such links)."""
+    healthy = [g for g in hw.gpus if g.nvlink_wired and not g.nvlink_down]
+    one_end_everywhere = all(_one_end(g) for g in healthy)
+    all_switch = bool(healthy) and all(g.nvlink_switch_links == g.nvlink_wired for g in healthy)
+    out: dict[int, Wiring] = {}
+    for g in hw.gpus:
+        down, peers = g.nvlink_down, dict(g.nvlink_peers)
+        if not down:
+            out[g.index] = Wiring(g.nvlink_switch_links, peers)
+        elif _one_end(g) and one_end_everywhere:
+            if g.nvlink_switch_links:
+                out[g.index] = Wiring(g.nvlink_switch_links + down, peers, placed="its up links")
+            else:
+                [peer] = peers
+                out[g.index] = Wiring(0, {peer: peers[peer] + down}, placed="its up links")
+        elif all_switch and not peers:
+            out[g.index] = Wiring(g.nvlink_switch_links + down, peers, placed="the healthy GPUs' links")
+        else:
+            out[g.index] = Wiring(g.nvlink_switch_links, peers, unplaced=down)
+    return out
+
+
+def pair_links(hw: HostHardware, wiring: dict[int, Wiring], src: Gpu, dst: Gpu) -> tuple[int, int]:
+    """The NVLink links wired directly between two GPUs, and how many of them are down links whose far end
+    is unknown: a link between two GPUs of the host is down at both ends, so up to the fewer of the two
+    GPUs' unplaced links count, never past the most links any GPU of the host has to one peer."""
+    a, b = wiring[src.index], wiring[dst.index]
+    direct = max(a.peers.get(dst.bus_id, 0), b.peers.get(src.bus_id, 0))
+    most = max((n for w in wiring.values() for n in w.peers.values()), default=0)
+    unknown = max(min(a.unplaced, b.unplaced, most - direct), 0)
+    return direct + unknown, unknown
+
+
+def host_nvlink_rate(hw: HostHardware, gpu: Gpu) -> tuple[float | None, int | None]:
+    """Per-link rate and NVLink generation of a GPU; where NVML gave none (read from a link that is up, so a
+    GPU with every link down may have none), another GPU's of the same model."""
+    same = [gpu, *(g for g in hw.gpus if g.name == gpu.name and g is not gpu)]
+    found = next((g for g in same if nvlink_rate(g)), None)
+    return (nvlink_rate(found), found.nvlink_version) if found else (None, gpu.nvlink_version)
+
+
+def _one_end(gpu: Gpu) -> bool:
+    """Whether every link of the GPU that is up ends at one place: NVSwitch alone, or one peer GPU alone."""
+    if gpu.nvlink_switch_links:
+        return not gpu.nvlink_peers
+    return len(gpu.nvlink_peers) == 1
+
+
+def _placed(gpu: Gpu, wiring: Wiring) -> str:
+    if not wiring.placed:
+        return ""
+    return f"GPU {gpu.index}'s {gpu.nvlink_down} down links taken to end where {wiring.placed} do"
+
+
+def _wired_note(wired: int, state: str, notes: list[str]) -> str:
+    return "; ".join([f"{wired} wired, {state}", *(n for n in notes if n)])
+
+
+def rdma_source(hw: HostHardware) -> str:
+    """E.g. 'the full complement of 8 InfiniBand ports on n1 (8 listed, 7 active) x 400 Gb/s = 400 GB/s
+    per direction'."""
+    rdma = hw.rdma
+    listed = f"{len(rdma.ports)} listed, {len(rdma.up)} active"
+    slow = len(rdma.up) - len(rdma.healthy)
+    listed += f", {slow} below that rate" if slow else ""
+    if rdma.expected:
+        listed = f"{rdma.expected} expected (preflight_rdma_ports_expected); {listed}"
+    return (
+        f"the full complement of {rdma.counted} {rdma.layer} ports on {hw.host} ({listed}) "
+        f"x {rdma.port_gbit or 0:g} Gb/s = {hw.rdma_gbps or 0:g} GB/s per direction"
+    )
 
 
 def nvlink_rate(gpu: Gpu) -> float | None:

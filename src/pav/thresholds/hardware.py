@@ -22,8 +22,8 @@ class Gpu:
     pcie_width: int | None = None
     nvlink_version: int | None = None
     nvlink_up: int | None = None  # None: not read (no NVML); 0: a board without NVLink, or all links down
-    nvlink_total: int | None = None
-    nvlink_peers: dict[str, int] = field(default_factory=dict)  # peer GPU bus id -> links to it
+    nvlink_total: int | None = None  # every link the board has, up or down (the full complement)
+    nvlink_peers: dict[str, int] = field(default_factory=dict)  # peer GPU bus id -> links up to it
     nvlink_switch_links: int = 0  # links up to an NVSwitch
     # The key the probe's figures name this GPU by: its position among the GPUs the probe's process was
     # given (CUDA_VISIBLE_DEVICES), which is NVML's index only where every GPU is visible (given_gpus()).
@@ -37,6 +37,15 @@ class Gpu:
         ids = ", ".join(x for x in (self.bus_id, self.uuid) if x)
         return f"GPU {self.index} ({ids})" if ids else f"GPU {self.index}"
 
+    @property
+    def nvlink_wired(self) -> int:
+        """The links the board has, up or down (links up where the total was not read)."""
+        return self.nvlink_total if self.nvlink_total is not None else self.nvlink_up or 0
+
+    @property
+    def nvlink_down(self) -> int:
+        return max(self.nvlink_wired - (self.nvlink_up or 0), 0)
+
 
 @dataclass(frozen=True)
 class HostHardware:
@@ -44,9 +53,18 @@ class HostHardware:
     gpus: list[Gpu]
     source: str  # nvml | nvidia-smi | preflight | none
     source_missing: list[str] = field(default_factory=list)  # what the fact source said it could not read
-    rdma_gbps: float | None = None  # active InfiniBand (else RoCE) ports' rate per direction, GB/s
-    rdma_ports: int = 0
+    rdma: Rdma = field(default_factory=lambda: Rdma(""))
     fabric: str = ""  # nccl_env_fabric the host was set up for (infiniband | roce | socket); "" unknown
+
+    @property
+    def rdma_gbps(self) -> float | None:
+        """The RDMA ports' limit per direction, GB/s: every port counted at the healthy ports' rate."""
+        return self.rdma.gbps
+
+    @property
+    def rdma_ports(self) -> int:
+        """The ports that limit counts: the expected number where the env sets one, else every port listed."""
+        return self.rdma.counted
 
     @property
     def model(self) -> str:
@@ -64,17 +82,17 @@ class HostHardware:
 
 def read_hardware(host: str, facts: dict[str, Any]) -> HostHardware:
     nvml = facts.get("gpus") if isinstance(facts.get("gpus"), dict) else None
-    rdma_gbps, ports = rdma_rate(facts.get("rdma", {}).get("ports") or [])
     fabric = str((facts.get("nccl_env") or {}).get("fabric", ""))
+    rdma = read_rdma(facts.get("rdma") or {}, fabric)
     if nvml and nvml.get("devices"):
         gpus = _owned([_gpu_from_nvml(d) for d in nvml["devices"]], facts.get("gpu") or {})
         missing = [str(m) for m in nvml.get("missing") or []]
-        return HostHardware(host, gpus, str(nvml.get("source", "nvml")), missing, rdma_gbps, ports, fabric)
+        return HostHardware(host, gpus, str(nvml.get("source", "nvml")), missing, rdma, fabric)
     rows = facts.get("gpu", {}).get("devices") or []
     gpus = [_gpu_from_preflight(i, row) for i, row in enumerate(rows)]
     source = "preflight" if gpus else "none"
     missing = [str(m) for m in (nvml or {}).get("missing") or []]
-    return HostHardware(host, gpus, source, missing, rdma_gbps, ports, fabric)
+    return HostHardware(host, gpus, source, missing, rdma, fabric)
 
 
 def _owned(gpus: list[Gpu], preflight: dict[str, Any]) -> list[Gpu]:
@@ -165,19 +183,84 @@ def normalize_bus_id(bus: str) -> str:
     return f"{int(domain or '0', 16):08X}:{b.upper()}:{d.upper()}.{f}"
 
 
-# "mlx5_0 1 4: ACTIVE|400 Gb/sec (4X NDR)|InfiniBand" (preflight's rdma.yml)
-_PORT = re.compile(r"^\S+ \S+ (?P<state>[^|]*)\|(?P<rate>[\d.]+) Gb/sec[^|]*\|(?P<layer>\S+)")
+# "mlx5_0 1 4: ACTIVE|400 Gb/sec (4X NDR)|InfiniBand" (preflight's pav_host_probe: device, port, the sysfs
+# state, rate and link_layer files)
+_PORT = re.compile(
+    r"^(?P<device>\S+) (?P<port>\S+) (?:\d+: *)?(?P<state>[^|]*)"
+    r"\|(?:(?P<rate>[\d.]+) Gb/sec)?[^|]*\|(?P<layer>\S+)"
+)
+# The link layer each nccl_env_fabric runs over; RoCE ports say Ethernet.
+FABRIC_LAYERS = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 
 
-def rdma_rate(lines: list[str]) -> tuple[float | None, int]:
-    """GB/s per direction of the active InfiniBand ports (RoCE ports when there is no InfiniBand one)."""
-    active: dict[str, list[float]] = {}
-    for line in lines:
-        match = _PORT.match(str(line))
-        if match and "ACTIVE" in match["state"]:
-            active.setdefault(match["layer"], []).append(float(match["rate"]) / 8)
-    rates = active.get("InfiniBand") or active.get("Ethernet") or []
-    return (sum(rates) if rates else None), len(rates)
+@dataclass(frozen=True)
+class RdmaPort:
+    device: str
+    port: str
+    state: str  # the sysfs state without its number: ACTIVE, DOWN, INIT, ARMED, ...
+    gbit: float | None  # the rate the port runs at now, Gb/s (a port that is down may say anything)
+    layer: str  # InfiniBand | Ethernet | unknown
+
+    @property
+    def name(self) -> str:
+        return f"{self.device} port {self.port}"
+
+    @property
+    def active(self) -> bool:
+        return self.state.startswith("ACTIVE")
+
+
+@dataclass(frozen=True)
+class Rdma:
+    """The host's RDMA ports of one link layer, the full complement: a port that is down or slow stays
+    counted (at the rate the healthy ports run), so a down part never lowers the inter-node bar."""
+
+    layer: str  # InfiniBand | Ethernet (RoCE); "" when the host lists no RDMA port
+    ports: tuple[RdmaPort, ...] = ()
+    expected: int | None = None  # preflight_rdma_ports_expected: the ports the env says the host has
+
+    @property
+    def up(self) -> tuple[RdmaPort, ...]:
+        return tuple(p for p in self.ports if p.active)
+
+    @property
+    def port_gbit(self) -> float | None:
+        """The rate a healthy port of this layer runs at: the highest of the active ports."""
+        return max((p.gbit for p in self.up if p.gbit), default=None)
+
+    @property
+    def counted(self) -> int:
+        return self.expected or len(self.ports)
+
+    @property
+    def gbps(self) -> float | None:
+        """GB/s per direction of the full complement; None when no port is active (no rate to count at)."""
+        rate = self.port_gbit
+        return self.counted * rate / 8 if rate and self.counted else None
+
+    @property
+    def healthy(self) -> tuple[RdmaPort, ...]:
+        return tuple(p for p in self.up if p.gbit == self.port_gbit)
+
+
+def parse_rdma_port(line: str) -> RdmaPort | None:
+    match = _PORT.match(str(line))
+    if not match:
+        return None
+    rate = float(match["rate"]) if match["rate"] else None
+    return RdmaPort(match["device"], match["port"], match["state"].strip(), rate, match["layer"])
+
+
+def read_rdma(rdma: dict[str, Any], fabric: str = "") -> Rdma:
+    """facts.rdma (preflight): the ports of the host's RDMA link layer (the one its nccl_env_fabric runs
+    over; else InfiniBand where the host has an InfiniBand port, else Ethernet for RoCE), whatever their
+    state. A port of another layer (an Ethernet NIC beside InfiniBand HCAs) or of none stated is left out."""
+    ports = [p for p in (parse_rdma_port(line) for line in rdma.get("ports") or []) if p is not None]
+    layers = {p.layer for p in ports}
+    layer = FABRIC_LAYERS.get(fabric) or next((x for x in ("InfiniBand", "Ethernet") if x in layers), "")
+    expected = _int(rdma.get("ports_expected"))
+    mine = tuple(p for p in ports if p.layer == layer)
+    return Rdma(layer, mine, expected if expected and expected > 0 else None)
 
 
 def _int(value: Any) -> int | None:

@@ -1,6 +1,11 @@
-"""GPU and link health from the facts alone (facts.gpus, read through NVML): one `gpu_health` result per
-GPU host, failing with every bad part named. Speed gates (derive.py) say a part is slow; these say why a
-part is not what a healthy one is: a link down, memory errors, throttling, a capped power limit, Xids.
+"""GPU and link health from the facts alone (facts.gpus, read through NVML; facts.rdma from preflight): one
+`gpu_health` result per GPU host, failing with every bad part named. Speed gates (derive.py) say a part is
+slow, and count a part that is down as if it were up (a down part never lowers a bar); these say why a part
+is not what a healthy one is: an NVLink link or an RDMA port down, an RDMA port below its rate, a PCIe link
+trained below its width, memory errors, throttling, a capped power limit, Xids.
+
+The host's RDMA ports are judged here too, not in a result of their own: they are the host's part of the
+fabric the GPUs talk through, read with the same facts, and one result per host keeps one place to look.
 """
 
 from __future__ import annotations
@@ -8,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pav.results import HostRecord, TestResult
-from pav.thresholds.hardware import normalize_bus_id, read_hardware
+from pav.thresholds.hardware import Rdma, RdmaPort, normalize_bus_id, read_hardware
 
 NAME = "gpu_health"
 # Clock event reasons that mean the hardware is holding the GPU back (gpu_idle, app clocks: by design).
@@ -27,32 +32,43 @@ def health_results(hosts: dict[str, HostRecord]) -> list[TestResult]:
     for name, record in hosts.items():
         gpus = record.facts.get("gpus")
         if isinstance(gpus, dict) and gpus.get("devices"):
-            out.append(judge_host(name, gpus))
+            out.append(judge_host(name, gpus, record.facts))
     return out
 
 
-def judge_host(host: str, gpus: dict[str, Any]) -> TestResult:
+def judge_host(host: str, gpus: dict[str, Any], facts: dict[str, Any] | None = None) -> TestResult:
+    """`facts`: the host's other facts (facts.rdma, facts.nccl_env); without them no RDMA port is judged."""
     devices = gpus["devices"]
-    named = read_hardware(host, {"gpus": gpus}).gpus  # the same labels the speed gates use
+    hw = read_hardware(host, {**(facts or {}), "gpus": gpus})
+    named = hw.gpus  # the same labels the speed gates use
     problems = [p for d, gpu in zip(devices, named, strict=True) for p in device_problems(d, gpu.label())]
     labels = {gpu.bus_id: gpu.label() for gpu in named}
     xids = (gpus.get("xid") or {}).get("events") or []
     problems += xid_problems(xids, labels)
+    # A host set up for sockets sends nothing over its RDMA ports: an uncabled one there is no fault.
+    rdma = hw.rdma if hw.fabric != "socket" else Rdma("")
+    bad_ports = bad_rdma_ports(rdma)
+    problems += [f"{port.name}: {why}" for port, why in bad_ports] + rdma_count_problems(rdma)
     metrics = {
         "gpus_checked": len(devices),
         "problems": len(problems),
         "xid_events": len(xids),
         "nvlink_links_down": sum(len(_down_links(d)) for d in devices),
+        "pcie_links_narrow": sum(1 for d in devices if _narrow(d)),
+        "rdma_ports_checked": len(rdma.ports),
+        "rdma_ports_bad": len(bad_ports),
     }
-    threshold = {
-        "gates": [{"metric": "problems", "max": 0, "why": "every GPU and link healthy (facts.gpus)"}]
-    }
+    why = "every GPU, link and RDMA port healthy (facts.gpus, facts.rdma)"
+    threshold = {"gates": [{"metric": "problems", "max": 0, "why": why}]}
     status = "fail" if problems else "pass"
     return TestResult(NAME, [host], status, "; ".join(problems), metrics, threshold)
 
 
 def device_problems(dev: dict[str, Any], label: str) -> list[str]:
     out = [f"{label}: NVLink link {k} down" for k in _down_links(dev)]
+    narrow = _narrow(dev)
+    if narrow:
+        out.append(f"{label}: PCIe link trained at x{narrow[0]} of its x{narrow[1]}")
     ecc = dev.get("ecc") or {}
     if (ecc.get("uncorrectable_volatile") or 0) > 0:
         out.append(f"{label}: {ecc['uncorrectable_volatile']} uncorrectable ECC errors since boot")
@@ -86,3 +102,42 @@ def xid_problems(events: list[dict[str, Any]], labels: dict[str, str]) -> list[s
 def _down_links(dev: dict[str, Any]) -> list[int]:
     links = (dev.get("nvlink") or {}).get("links") or []
     return [int(link.get("link", i)) for i, link in enumerate(links) if link.get("up") is False]
+
+
+def _narrow(dev: dict[str, Any]) -> tuple[int, int] | None:
+    """(current, max) PCIe width where the link trained narrower than the GPU and its slot allow. Only the
+    width is judged: the facts are read at configure, the GPUs idle, and an idle GPU drops its link
+    generation to save power (gen1 of gen5 is normal then) but keeps its width, so a narrow link is a fault
+    (a bad riser, slot or seating) whenever it is read. The generation would be judged only under load."""
+    pcie = dev.get("pcie") or {}
+    current, most = pcie.get("width_current"), pcie.get("width_max")
+    if isinstance(current, int) and isinstance(most, int) and 0 < current < most:
+        return current, most
+    return None
+
+
+def bad_rdma_ports(rdma: Rdma) -> list[tuple[RdmaPort, str]]:
+    """Each RDMA port of the host's link layer that is not active, or active below the rate its healthy
+    ports run at (the highest of the host's active ports of that layer), with why: `mlx5_3 port 1: DOWN`.
+    Where the env sets the ports it expects (preflight_rdma_ports_expected), the host is healthy with that
+    many active at the top rate: ports past those (a storage HCA's, say) are left alone."""
+    if rdma.expected and len(rdma.healthy) >= rdma.expected:
+        return []
+    rate, out = rdma.port_gbit, []
+    for port in rdma.ports:
+        if not port.active:
+            out.append((port, f"{port.state or 'not active'} ({port.layer})"))
+        elif rate and port.gbit and port.gbit < rate:
+            why = f"{port.gbit:g} Gb/sec, below the {rate:g} Gb/sec of the host's other {port.layer} ports"
+            out.append((port, why))
+    return out
+
+
+def rdma_count_problems(rdma: Rdma) -> list[str]:
+    """A host listing fewer ports than the env expects: an HCA gone from the bus or its driver."""
+    if not rdma.expected or len(rdma.ports) >= rdma.expected:
+        return []
+    return [
+        f"{len(rdma.ports)} {rdma.layer or 'RDMA'} ports listed of the {rdma.expected} expected "
+        "(preflight_rdma_ports_expected; facts.rdma.ports): an HCA is missing or not seen by its driver"
+    ]
