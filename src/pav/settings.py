@@ -19,7 +19,8 @@ DEFAULT_TESTS = ["torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce"
 
 @dataclass
 class Settings:
-    threshold_profile: str = "cpu"
+    # auto: cpu where no host has a GPU, else the profile of the GPUs preflight finds (thresholds/profiles.py)
+    threshold_profile: str = "auto"
     tests: list[str] = field(default_factory=lambda: list(DEFAULT_TESTS))
     apply_tuning: bool = True  # False: tuning roles run in check mode with diff and change nothing
     test_timeout_s: int = 900
