@@ -9,6 +9,7 @@ from pav.provisioning.declared import declared_resources
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.settings import settings_file
 from pav.slurm.plan import with_checks
+from pav.thresholds.profiles import planned_profile
 from pav.yamlfile import load_mapping
 
 
@@ -28,7 +29,8 @@ def render(ctx: RunContext) -> str:
     if ctx.settings.launcher == "slurm":
         specs = with_checks(specs)
     settings = ctx.settings
-    lines.append(f"tests (threshold profile {settings.threshold_profile}, launcher {settings.launcher}):")
+    lines.append(f"threshold profile: {planned_profile(settings.threshold_profile)}")
+    lines.append(f"tests (launcher {settings.launcher}):")
     for spec in specs:
         needs = "GPU" if spec.needs_gpu else "CPU"
         lines.append(f"  {spec.name:<30} {spec.scope:<8} {needs:<4} {spec.description}")

@@ -1,4 +1,5 @@
-"""Driver settings an env chooses in its group_vars/all.yml (keys prefixed pav_), checked by type."""
+"""Driver settings an env chooses in its group_vars/all.yml (keys prefixed pav_), checked by type; a pav_* or
+k8s_* key that no part of the tool reads is refused (pav.setting_keys)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 import yaml
 
 from pav.errors import PavError
-from pav.yamlfile import load_mapping
+from pav.setting_keys import driver_read, refuse_unknown
+from pav.yamlfile import load_mapping, load_yaml
 
 PLATFORMS = ("hosts", "k8s")
 LAUNCHERS = ("direct", "slurm")
@@ -19,7 +21,8 @@ DEFAULT_TESTS = ["torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce"
 
 @dataclass
 class Settings:
-    threshold_profile: str = "cpu"
+    # auto: cpu where no host has a GPU, else the profile of the GPUs preflight finds (thresholds/profiles.py)
+    threshold_profile: str = "auto"
     tests: list[str] = field(default_factory=lambda: list(DEFAULT_TESTS))
     apply_tuning: bool = True  # False: tuning roles run in check mode with diff and change nothing
     test_timeout_s: int = 900
@@ -44,25 +47,78 @@ class Settings:
         return self.test_timeouts_s.get(test, self.test_timeout_s)
 
 
+def group_vars_files(inventory_dir: Path) -> list[Path]:
+    """The files Ansible reads for the group `all`: every file of the folder group_vars/all/ when there is
+    one (in name order; Ansible then ignores group_vars/all.yml), else group_vars/all.yml (.yaml, .json)."""
+    group_vars = inventory_dir / "group_vars"
+    folder = group_vars / "all"
+    if folder.is_dir():
+        return sorted(
+            p
+            for p in folder.rglob("*")
+            if p.is_file()
+            and p.suffix in ("", ".yml", ".yaml", ".json")
+            and not any(part.startswith(".") or part.endswith("~") for part in p.relative_to(folder).parts)
+        )
+    return [p for name in ("all.yml", "all.yaml", "all.json") if (p := group_vars / name).is_file()][:1]
+
+
 def settings_file(inventory_dir: Path) -> Path | None:
-    for candidate in (
-        inventory_dir / "group_vars" / "all.yml",
-        inventory_dir / "group_vars" / "all" / "pav.yml",
-    ):
-        if candidate.is_file():
-            return candidate
-    return None
+    """The one file the driver reads its settings (and the k8s_* job settings) from: group_vars/all.yml, or
+    group_vars/all/pav.yml where group_vars/all/ is a folder."""
+    folder = inventory_dir / "group_vars" / "all"
+    if folder.is_dir():
+        return folder / "pav.yml" if (folder / "pav.yml").is_file() else None
+    found = group_vars_files(inventory_dir)
+    return found[0] if found else None
 
 
 def load_settings(
     inventory_dir: Path, extra_vars: dict[str, Any] | None = None, *, provisions: bool = True
 ) -> Settings:
     """The env's settings file, then -e's pav_* keys over it (extra vars win in Ansible too). Hosts an env
-    does not create are someone's: there tuning changes them only when the file or -e says so."""
+    does not create are someone's: there tuning changes them only when the file or -e says so. A pav_* or
+    k8s_* key no part of the tool reads, in any file of group_vars/all or in -e, stops the run here."""
     path = settings_file(inventory_dir)
+    check_group_vars(inventory_dir, path)
     data = load_mapping(path) if path else {}
     settings = settings_from(data, str(path or inventory_dir), Settings(apply_tuning=provisions))
-    return settings_from(_typed(extra_vars or {}), "-e", settings) if extra_vars else settings
+    if not extra_vars:
+        return settings
+    refuse_unknown(extra_vars, "-e")
+    return settings_from(_typed(extra_vars), "-e", settings)
+
+
+def check_group_vars(inventory_dir: Path, path: Path | None) -> None:
+    """Every file Ansible reads for `all`: no unknown pav_*/k8s_* key, and the driver's own keys only in the
+    one file the driver reads (elsewhere Ansible would see them and the driver not)."""
+    group_vars = inventory_dir / "group_vars"
+    folder = group_vars / "all"
+    if folder.is_dir():
+        for name in ("all.yml", "all.yaml", "all.json"):
+            if (group_vars / name).is_file():
+                raise PavError(
+                    f"{group_vars / name}: Ansible ignores this file beside the folder {folder}/; move its "
+                    f"keys into that folder (the driver's settings into {folder / 'pav.yml'})"
+                )
+    for file in group_vars_files(inventory_dir):
+        keys = _top_level_keys(file)
+        refuse_unknown(dict.fromkeys(keys), str(file))
+        if file != path and (stray := next((k for k in keys if driver_read(k)), None)):
+            target = path or folder / "pav.yml"
+            raise PavError(f"{file}: {stray} is read by the driver from {target} only; move it there")
+
+
+def _top_level_keys(path: Path) -> list[Any]:
+    """The keys of a group_vars file. It may be vault-encrypted, whole or values tagged !vault: those are
+    Ansible's to read (a local tag reads as None here), and hold no key of the tool's."""
+    with contextlib.suppress(OSError):  # else load_yaml names what keeps it from reading the file
+        if path.read_bytes().startswith(b"$ANSIBLE_VAULT"):
+            return []
+    data = load_yaml(path, local_tags=True)
+    if data is not None and not isinstance(data, dict):
+        raise PavError(f"{path}: top level must be a mapping of key: value, not {type(data).__name__}")
+    return list(data or {})
 
 
 def settings_from(data: dict[str, Any], source: str, base: Settings | None = None) -> Settings:

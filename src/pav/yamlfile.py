@@ -10,7 +10,14 @@ import yaml
 from pav.errors import PavError
 
 
-def load_yaml(path: Path) -> Any:
+class _LocalTagsLoader(yaml.SafeLoader):
+    """Safe YAML that reads a value under a local tag (Ansible's !vault, !unsafe) as None."""
+
+
+_LocalTagsLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def load_yaml(path: Path, *, local_tags: bool = False) -> Any:
     try:
         text = path.read_text()
     except OSError as exc:
@@ -18,7 +25,7 @@ def load_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise PavError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_LocalTagsLoader if local_tags else yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}" if mark else str(path)

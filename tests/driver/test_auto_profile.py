@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pav.thresholds.profiles import auto_profile
+from pav.thresholds.profiles import auto_profile, planned_profile
 
 REAL_RUN = Path(__file__).parents[1] / "report" / "fixtures" / "h200-2gpu-results.json"
 
@@ -49,3 +49,10 @@ def test_gpu_name_and_count_pick_the_profile(name: str, count: int, profile: str
 
 def test_no_gpu_is_the_cpu_profile() -> None:
     assert auto_profile([{"gpu": {"count": "0", "devices": []}}]) == "cpu"
+
+
+def test_on_k8s_auto_is_gpu_correctness() -> None:
+    """Every k8s test is a GPU test, and no pod reports the GPU model: cpu would fail every one of them."""
+    assert auto_profile([{"k8s": {"node": "n1", "pods": []}}], "k8s") == "gpu-correctness"
+    assert planned_profile("auto", "k8s").startswith("auto: gpu-correctness (pods report no GPU model")
+    assert planned_profile("h100-sxm-8gpu", "k8s") == "h100-sxm-8gpu"

@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pav import catalog
+from pav import catalog, cli
 from pav.errors import PavError
 from pav.launches import HostView, plan_launches
-from pav.settings import settings_from
+from pav.results import HostRecord
+from pav.settings import Settings, load_settings, settings_from
+from pav.stages.report import resolve_profile
 from tests.conftest import assert_one_line_error, run_cli
+from tests.driver.contexts import context
 
 
 def test_a_tests_own_timeout_wins_over_the_runs() -> None:
@@ -59,3 +62,39 @@ def test_hosts_the_tool_did_not_create_are_tuned_only_when_told(tmp_path: Path) 
     (tmp_path / "group_vars" / "all.yml").write_text("pav_apply_tuning: true\nnccl_env_file: /opt/nccl.env\n")
     plan = run_cli(*own).stdout
     assert "configure: tuning applied: writes" in plan and "/opt/nccl.env" in plan
+
+
+def test_the_default_profile_is_auto() -> None:
+    """Healthy GPU hosts of an own inventory are held to their GPUs' profile, not cpu's (issue 36)."""
+    assert Settings().threshold_profile == "auto"
+
+
+def test_an_own_inventory_without_a_profile_resolves_auto_by_its_hosts_gpus(tmp_path: Path) -> None:
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    box1:\n      ansible_host: 10.0.0.1\n")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "all.yml").write_text("pav_tests: [gpu_probe]\n")
+    for group_vars in (True, False):  # with a settings file that names no profile, and with none
+        if not group_vars:
+            (tmp_path / "group_vars" / "all.yml").unlink()
+        settings = load_settings(tmp_path, provisions=False)
+        assert settings.threshold_profile == "auto"
+    ctx = context(threshold_profile=settings.threshold_profile)
+    h100 = [["0", "NVIDIA H100 80GB HBM3"]] * 8
+    ctx.results.hosts = {"box1": HostRecord("box1", facts={"gpu": {"count": 8, "devices": h100}})}
+    assert resolve_profile(ctx) == "h100-sxm-8gpu" == ctx.results.threshold_profile
+    ctx.results.hosts = {"box1": HostRecord("box1", facts={"gpu": {"count": 0, "devices": []}})}
+    assert resolve_profile(ctx) == "cpu"
+
+
+def test_a_dry_run_says_what_auto_will_pick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    box1:\n      ansible_connection: local\n")
+    plan = dry_run(capsys, "--inventory", str(tmp_path / "hosts.yml"))
+    assert "threshold profile: auto: by the GPUs preflight finds, cpu without any, h100-sxm-8gpu" in plan
+    assert "threshold profile: cpu\n" in dry_run(capsys, "--env", "sim")  # pinned: see its group_vars
+    assert "threshold profile: h100-sxm-8gpu\n" in dry_run(capsys, "--env", "nebius-eu")
+
+
+def dry_run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """The plan, in-process (cli.run: main's signal handlers stay out of the test process)."""
+    assert cli.run([*args, "--dry-run", "--run-dir", "r"]) == 0
+    return capsys.readouterr().out

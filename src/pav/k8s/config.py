@@ -9,11 +9,12 @@ from typing import Any
 
 from pav import paths
 from pav.errors import PavError
+from pav.setting_keys import K8S_DEFAULTS, unknown_key
 from pav.settings import settings_file
 from pav.yamlfile import load_mapping
 
 TEMPLATES = paths.ROOT / "templates" / "k8s"
-DEFAULTS = TEMPLATES / "defaults.yml"
+DEFAULTS = K8S_DEFAULTS  # templates/k8s/defaults.yml: every k8s_* key, with its default
 PRESET = re.compile(r"^(\d+)gpu-(\d+)vcpu-(\d+)gb$")
 CLEAN_POD_POLICIES = ("None", "Running", "All")
 
@@ -73,7 +74,7 @@ def load_config(inventory_dir: Path) -> K8sConfig:
         values[key.removeprefix("k8s_")] = value
     unknown = sorted(k for k in env if k.startswith("k8s_") and k not in defaults)
     if unknown:
-        raise PavError(f"{source}: unknown key {unknown[0]!r}; the k8s_* keys are listed in {DEFAULTS}")
+        raise unknown_key(source, unknown[0], defaults)
     config = K8sConfig(**values)
     if config.clean_pod_policy not in CLEAN_POD_POLICIES:
         raise PavError(f"{source}: k8s_clean_pod_policy must be one of {', '.join(CLEAN_POD_POLICIES)}")

@@ -10,6 +10,7 @@ from pav.errors import PavError
 from pav.k8s import provision, stages
 from pav.k8s.stages import manifests, workers
 from pav.provisioning import nebius
+from pav.thresholds.profiles import planned_profile
 
 
 def dry_run(ctx: RunContext) -> int:
@@ -33,6 +34,7 @@ def dry_run(ctx: RunContext) -> int:
         except PavError as exc:
             lines.append(f"  variables: cannot be set yet: {exc}")
     lines.append(f"  kubeconfig: {provision.kubeconfig_path(ctx.env)}")
+    lines.append(f"threshold profile: {planned_profile(ctx.settings.threshold_profile, 'k8s')}")
     lines.append("jobs (one at a time, each on every GPU of every node; per node: each pod its own world):")
     lines += [
         f"  {j.kind:<10} {j.name:<50} {j.workers}x{j.gpus_per_worker} GPU  "

@@ -42,7 +42,7 @@ def judge(ctx: RunContext) -> None:
 def resolve_profile(ctx: RunContext) -> str:
     profile = ctx.settings.threshold_profile
     if profile == "auto":
-        profile = auto_profile([h.facts for h in ctx.results.hosts.values()])
+        profile = auto_profile([h.facts for h in ctx.results.hosts.values()], ctx.settings.platform)
     ctx.results.threshold_profile = profile
     return profile
 

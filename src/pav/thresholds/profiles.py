@@ -26,7 +26,10 @@ AUTO_UNKNOWN_GPU = "gpu-correctness"
 NOT_SXM = ("PCIe", "NVL")
 
 
-def auto_profile(host_facts: list[dict[str, Any]]) -> str:
+def auto_profile(host_facts: list[dict[str, Any]], platform: str = "hosts") -> str:
+    if platform == "k8s":
+        # Every k8s test is a GPU test on the GPU nodes configure found, but no pod reports the GPU model.
+        return AUTO_UNKNOWN_GPU
     gpu_hosts = [f["gpu"] for f in host_facts if int(f.get("gpu", {}).get("count", 0) or 0) > 0]
     if not gpu_hosts:
         return "cpu"
@@ -38,6 +41,17 @@ def auto_profile(host_facts: list[dict[str, Any]]) -> str:
         if needle in name and int(first["count"]) == count:
             return profile
     return AUTO_UNKNOWN_GPU
+
+
+def planned_profile(name: str, platform: str = "hosts") -> str:
+    """The profile as a dry run names it: auto with what it will pick."""
+    if name != "auto":
+        return name
+    if platform == "k8s":
+        why = "pods report no GPU model; set pav_threshold_profile for bandwidth gates"
+        return f"auto: {AUTO_UNKNOWN_GPU} ({why})"
+    shapes = ", ".join(f"{profile} for {count}x {gpu} SXM" for gpu, count, profile in AUTO)
+    return f"auto: by the GPUs preflight finds, cpu without any, {shapes}, else {AUTO_UNKNOWN_GPU}"
 
 
 def profile_path(name: str, asked_by: str = "pav_threshold_profile") -> Path:

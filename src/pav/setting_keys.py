@@ -1,0 +1,111 @@
+"""Every key under the prefixes the tool owns, pav_ and k8s_, that an env's settings file or -e may hold:
+one place, so that a misspelt key stops the run, naming the nearest known one, instead of being ignored.
+
+The families:
+
+- the driver's settings: the fields of `pav.settings.Settings`, each read as `pav_<field>`;
+- the Ansible side's `pav_*` keys: those only playbooks read, which an env or -e sets (`ANSIBLE_KEYS`); those
+  the driver passes to the playbooks itself on each run (`RUN_VARS`); the host variables of the inventories
+  it writes for hosts it created (`HOST_VARS`);
+- the Kubernetes job settings: the `k8s_*` keys of templates/k8s/defaults.yml (`pav.k8s.config`).
+
+Other keys (ansible_*, role variables such as nccl_env_fabric or torch_payload_python) are Ansible's and the
+roles' own: each role checks its variables against its meta/argument_specs.yml.
+tests/driver/test_setting_keys.py fails when roles/, playbooks/ or templates/ use a pav_* key not listed here.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from functools import cache
+from typing import Any
+
+from pav import paths
+from pav.errors import PavError
+
+PREFIXES = ("pav_", "k8s_")
+K8S_DEFAULTS = paths.ROOT / "templates" / "k8s" / "defaults.yml"
+
+# pav_* keys only the playbooks read: an env's group_vars or -e sets them (docs/configuration.md).
+ANSIBLE_KEYS = {
+    "pav_become": "playbooks/configure.yml: become root for configure's plays (default true)",
+    "pav_install_mpi": "playbooks/configure.yml: false leaves the mpi role out (default true)",
+    "pav_slurm_setup": "playbooks/configure.yml: with --launcher slurm, bring Slurm up with the slurm role "
+    "(default false)",
+}
+
+# pav_* keys the driver passes to the playbooks itself on each run (pav.context.RunContext.extravars, the
+# configure and validate stages); what -e may not set of them is pav.extravars.DRIVER_OWNED. The driver's
+# settings it passes too (pav_remote_dir, pav_apply_tuning, pav_launcher) are Settings fields.
+RUN_VARS = {
+    "pav_run_id": "the run's id: names its folder on the hosts",
+    "pav_run_dir": "the run's folder on the controller",
+    "pav_install_dir": "where the payload, MPI program and nccl-tests go on the hosts",
+    "pav_payload_src": "the checkout's payload/",
+    "pav_allow_missing": "--allow-missing: hosts preflight may lose before it stops every host",
+    "pav_state_dir": "the state dir that outlives runs (mpirun's cluster key, Slurm's munge key)",
+    "pav_controller_python": "the driver's Python: hosts sharing this machine's filesystem run the payload",
+    "pav_mpi_needed": "configure: whether the mpi role runs (a planned test starts an MPI program)",
+    "pav_nccl_tests_needed": "configure: whether the nccl_tests role runs (a planned test runs nccl-tests)",
+    "pav_launches": "validate: the launches the driver planned (roles/run_tests)",
+    "pav_validate_collects": "validate: its playbook also collects the results",
+    "pav_validate_tears_down": "validate: its playbook also removes the run's folder on the hosts",
+}
+
+# Host variables of the inventory the driver writes for the hosts it created (pav.provisioning.hosts);
+# pav_private_ip also in an own inventory: the address the hosts reach each other on.
+HOST_VARS = {
+    "pav_private_ip": "the address the hosts reach each other on",
+    "pav_gpus": "the GPUs the host was created with",
+    "pav_fabric": "the fabric the host was created on",
+}
+
+
+def driver_keys() -> frozenset[str]:
+    from pav.settings import Settings  # settings.py checks its files with this module
+
+    return frozenset(f"pav_{f.name}" for f in fields(Settings))
+
+
+@cache
+def k8s_keys() -> frozenset[str]:
+    from pav.yamlfile import load_mapping
+
+    return frozenset(load_mapping(K8S_DEFAULTS))
+
+
+def known_keys() -> frozenset[str]:
+    """Every pav_* and k8s_* key an env's settings file or -e may hold."""
+    return driver_keys() | ANSIBLE_KEYS.keys() | RUN_VARS.keys() | HOST_VARS.keys() | k8s_keys()
+
+
+def driver_read(key: str) -> bool:
+    """A key the driver reads from the env's settings file (not the playbooks): a driver or k8s setting."""
+    return key in driver_keys() or key in k8s_keys()
+
+
+def nearest(key: str, known: Iterable[str]) -> str | None:
+    """The known key closest to a misspelt one, compared without the prefix they share (pav_, k8s_)."""
+    prefix = next((p for p in PREFIXES if key.startswith(p)), "")
+    same = {k.removeprefix(prefix): k for k in known if k.startswith(prefix)}
+    found = difflib.get_close_matches(key.removeprefix(prefix), list(same), n=1, cutoff=0.6)
+    return same[found[0]] if found else None
+
+
+def unknown_key(source: str, key: str, known: Iterable[str]) -> PavError:
+    """`SOURCE: unknown setting KEY; did you mean NEAREST?`, or where the keys of its family are listed."""
+    guess = nearest(key, known)
+    if guess:
+        return PavError(f"{source}: unknown setting {key}; did you mean {guess}?")
+    listed = K8S_DEFAULTS.relative_to(paths.ROOT) if key.startswith("k8s_") else "docs/configuration.md"
+    return PavError(f"{source}: unknown setting {key}; the {key[:4]}* keys are listed in {listed}")
+
+
+def refuse_unknown(data: Mapping[str, Any], source: str) -> None:
+    """Stop at the first pav_* or k8s_* key of `data` that no family knows (in the file's order)."""
+    known = known_keys()
+    for key in data:
+        if isinstance(key, str) and key.startswith(PREFIXES) and key not in known:
+            raise unknown_key(source, key, known)
