@@ -10,6 +10,7 @@ from typing import Any
 from pav.results import HostRecord, TestResult, verdict_of
 from pav.thresholds.apply import apply_derived, derive_hosts
 from pav.thresholds.hardware import given_gpus, read_hardware
+from pav.thresholds.health import health_results
 from tests.thresholds.test_derive import bus, hgx
 
 FIGURES = {"gemm_bf16_tflops": 780.0, "hbm_copy_gbps": 3000.0, "h2d_gbps": 54.0, "d2h_gbps": 55.0}
@@ -75,3 +76,16 @@ def test_preflight_gpu_ids_restrict_nvml_facts_by_bus_id() -> None:
 def test_a_probe_of_an_older_payload_keeps_nvml_indices() -> None:
     hw = given_gpus(read_hardware("n", hgx(2)), {"gpu": {"0": {"uuid": None, "pci_bus_id": None}}})
     assert [g.metric_key for g in hw.gpus] == ["0", "1"]
+
+
+def test_gpu_health_of_a_host_given_gpus_2_and_3_answers_for_those_alone() -> None:
+    facts = hgx(4, down={0: 3, 3: 1})  # GPU 0 is the other host's; GPU 3 is this one's
+    facts["gpu"] = {
+        "count": "2",
+        "ids": "2,3",
+        "devices": [[str(i), "x", "81559", "580", bus(i)] for i in (2, 3)],
+    }
+    [result] = health_results({"node-b": HostRecord("node-b", facts=facts)})
+    assert result.metrics["gpus_checked"] == 2
+    assert result.status == "fail" and result.reason.startswith("GPU 3 (")
+    assert "GPU 0" not in result.reason

@@ -38,12 +38,18 @@ def health_results(hosts: dict[str, HostRecord]) -> list[TestResult]:
 
 def judge_host(host: str, gpus: dict[str, Any], facts: dict[str, Any] | None = None) -> TestResult:
     """`facts`: the host's other facts (facts.rdma, facts.nccl_env); without them no RDMA port is judged."""
-    devices = gpus["devices"]
     hw = read_hardware(host, {**(facts or {}), "gpus": gpus})
     named = hw.gpus  # the same labels the speed gates use
+    # A host given part of a machine's GPUs (preflight_gpu_ids) answers for those alone: NVML lists all.
+    owned = {gpu.bus_id for gpu in named}
+    devices = [d for d in gpus["devices"] if normalize_bus_id(str(d.get("pci_bus_id") or "")) in owned]
     problems = [p for d, gpu in zip(devices, named, strict=True) for p in device_problems(d, gpu.label())]
     labels = {gpu.bus_id: gpu.label() for gpu in named}
-    xids = (gpus.get("xid") or {}).get("events") or []
+    xids = [
+        event
+        for event in (gpus.get("xid") or {}).get("events") or []
+        if len(owned) == len(gpus["devices"]) or normalize_bus_id(str(event.get("pci_bus_id") or "")) in owned
+    ]
     problems += xid_problems(xids, labels)
     # A host set up for sockets sends nothing over its RDMA ports: an uncabled one there is no fault.
     rdma = hw.rdma if hw.fabric != "socket" else Rdma("")
