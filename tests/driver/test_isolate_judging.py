@@ -49,7 +49,8 @@ def fake_round(run_dir: Path, rounds: list[list[str]]):
                 (folder / "launcher.rc").write_text("0\n")
                 for local in range(GPUS):
                     r = k * GPUS + local
-                    (folder / f"{launch.test}.rank{r}.json").write_text(json.dumps(rank(r, world, host, busbw)))
+                    report = rank(r, world, host, busbw)
+                    (folder / f"{launch.test}.rank{r}.json").write_text(json.dumps(report))
 
     return launch_tests
 
