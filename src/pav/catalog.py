@@ -313,6 +313,11 @@ def _fault_tests() -> dict[str, TestSpec]:
     return FAULT_TESTS | {wrong.name: wrong}
 
 
+def spec_of(name: str) -> TestSpec | None:
+    """A recorded test's spec, the test-only ones included (re-judging a run of them); None if unknown."""
+    return (CATALOG | _fault_tests()).get(name)
+
+
 def select(names: list[str], where: str = "pav_tests") -> list[TestSpec]:
     known = CATALOG | (_fault_tests() if os.environ.get("PAV_FAULT_TESTS") == "1" else {})
     unknown = [n for n in names if n not in known]

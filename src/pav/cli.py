@@ -23,7 +23,8 @@ EXIT_HELP = (
     "130/143 interrupted (SIGINT/SIGTERM; teardown still ran). "
     "Other commands: provision-and-validate check-nccl LOG... (grade nccl-tests logs), "
     "provision-and-validate history --env NAME (what got worse since earlier runs), "
-    "provision-and-validate gates --results RUN/results.json (the gates its facts derive); each takes --help"
+    "provision-and-validate gates --results RUN/results.json (the gates its facts derive), "
+    "provision-and-validate judge RUN_DIR (a recorded run judged by this release's gates); each takes --help"
 )
 
 
@@ -237,6 +238,11 @@ SUBCOMMANDS = {
     "gates": Subcommand(
         "Print the gates a results.json's host facts derive: limit, fraction, source facts.",
         "exit: 0 every gate derived, 1 a fact is missing, 2 the file cannot be read",
+    ),
+    "judge": Subcommand(
+        "Judge a recorded run (its dir or results.json) again by this release's gates: profile, derived, "
+        "gpu_health, scaling; a test its gates did not decide keeps its recorded outcome.",
+        "exit: 0 PASS, 1 FAIL (or the run could not finish), 2 bad input; JSON: docs/thresholds.md",
     ),
 }
 

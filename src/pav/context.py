@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pav import paths
 from pav.envs import EnvSpec
@@ -15,6 +15,9 @@ from pav.provisioning.state import state_dir
 from pav.results import RunResults
 from pav.settings import Settings
 from pav.thresholds.gate import Gate
+
+if TYPE_CHECKING:  # judging pulls in evaluate and the gates: a run loads it at its first judging
+    from pav.judging import Judge
 
 STAGES = ("provision", "configure", "validate", "collect", "isolate", "report", "teardown")
 
@@ -46,6 +49,7 @@ class RunContext:
     runs: list[Launch] = field(default_factory=list)  # what validate's playbook runs (suites folded in)
     provisioned: dict[str, Any] = field(default_factory=dict)  # what teardown must destroy
     missing: dict[str, str] = field(default_factory=dict)  # host -> why it left the run (unreachable)
+    judge: Judge | None = None  # the run's one judge (stages/report.py run_judge): profile resolved once
     derived_gates: dict[str, list[Gate]] = field(default_factory=dict)  # test -> gates judged across tests
     playbook_time: dict[str, dict[str, Any]] = field(default_factory=dict)  # stage -> every task's durations
     # What validate's playbook did for the stages after it (pav.stages.validate.folded): hosts whose results

@@ -15,6 +15,9 @@ from pav.results import TestResult
 from pav.thresholds.gate import Gate
 
 TIMEOUT_RCS = {124, 137}
+# What a payload test with no gate in the profile fails with: the one reason evaluate gives at the gate step
+# when there are no gates, so judging can tell a run that reached its gates from one that failed before.
+NO_THRESHOLD = "no threshold is set for this test in the profile"
 
 
 NcclGates = Mapping[str, Sequence[Gate]]  # collective -> its busbw gates
@@ -99,12 +102,17 @@ def _judge_ranks(
         result.reason = f"launcher failed ({rc_text}) although every rank passed; see {log}"
         return result
     result.metrics.update(summarize(ranks))
-    failures = [reason for gate in gates if (reason := gate.check(result.metrics))]
-    if not gates:
-        failures = ["no threshold is set for this test in the profile"]
+    failures = gate_failures(result.metrics, gates)
     result.status = "fail" if failures else "pass"
     result.reason = "; ".join(failures)
     return result
+
+
+def gate_failures(metrics: dict[str, Any], gates: Sequence[Gate]) -> list[str]:
+    """Why the profile's gates fail these metrics (empty: they hold); a test with no gate never passes."""
+    if not gates:
+        return [NO_THRESHOLD]
+    return [reason for gate in gates if (reason := gate.check(metrics))]
 
 
 def _cause(bad: list[dict[str, Any]]) -> dict[str, Any]:

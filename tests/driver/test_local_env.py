@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,27 @@ def test_artifacts_and_junit(local_run: tuple[int, Path, str]) -> None:
     assert {p.name for p in results} == {"torch_gloo_allreduce", "ddp_cpu_train", "pav_suites_1"}
     junit = (run_dir / "junit.xml").read_text()
     assert 'tests="17"' in junit and 'skipped="15"' in junit and 'failures="0"' in junit
+
+
+def test_the_judge_command_gives_the_run_its_own_verdict(
+    local_run: tuple[int, Path, str], tmp_path: Path
+) -> None:
+    """The run judged again by this release's gates: from its run dir (the raw host results read again
+    through evaluate) and from its results.json alone (the recorded metrics), the recorded verdict."""
+    _, run_dir, _ = local_run
+    recorded = json.loads((run_dir / "results.json").read_text())
+    run = run_cli("judge", str(run_dir), "--json")
+    assert run.rc == 0, run.stdout + run.stderr
+    judged = json.loads(run.stdout)
+    assert judged["verdict"] == recorded["verdict"] == "PASS"
+    assert judged["profile"] == recorded["threshold_profile"]
+    as_recorded = [(t["name"], t["hosts"], t["status"], t["reason"]) for t in recorded["tests"]]
+    assert [(t["name"], t["hosts"], t["status"], t["reason"]) for t in judged["tests"]] == as_recorded
+    ran = {t["name"]: t["judged"] for t in judged["tests"] if t["status"] != "skipped"}
+    assert ran == {"torch_gloo_allreduce": "gates", "ddp_cpu_train": "gates"}
+    shutil.copy(run_dir / "results.json", tmp_path / "copy.json")
+    bare = run_cli("judge", str(tmp_path / "copy.json"))
+    assert bare.rc == 0 and "PASS (recorded PASS)" in bare.stdout, bare.stdout + bare.stderr
 
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pav.errors import PavError
 from pav.launches import HostView, plan_launches
 from pav.results import HostRecord
 from pav.settings import Settings, load_settings, settings_from
-from pav.stages.report import resolve_profile
+from pav.stages.report import run_judge
 from tests.conftest import assert_one_line_error, run_cli
 from tests.driver.contexts import context
 
@@ -81,9 +81,10 @@ def test_an_own_inventory_without_a_profile_resolves_auto_by_its_hosts_gpus(tmp_
     ctx = context(threshold_profile=settings.threshold_profile)
     h100 = [["0", "NVIDIA H100 80GB HBM3"]] * 8
     ctx.results.hosts = {"box1": HostRecord("box1", facts={"gpu": {"count": 8, "devices": h100}})}
-    assert resolve_profile(ctx) == "h100-sxm-8gpu" == ctx.results.threshold_profile
+    assert run_judge(ctx).profile.name == "h100-sxm-8gpu" == ctx.results.threshold_profile
+    ctx.judge = None  # a run's judge is made once; another run's hosts need their own
     ctx.results.hosts = {"box1": HostRecord("box1", facts={"gpu": {"count": 0, "devices": []}})}
-    assert resolve_profile(ctx) == "cpu"
+    assert run_judge(ctx).profile.name == "cpu"
 
 
 def test_a_dry_run_says_what_auto_will_pick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

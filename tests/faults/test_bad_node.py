@@ -8,10 +8,12 @@ may kill host 2 of the shared cluster."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.faults.conftest import Configured, Sandbox
 
 pytestmark = pytest.mark.slow
@@ -42,3 +44,12 @@ def test_the_degraded_host_and_only_it_is_named(configured: Configured, sandbox:
     box = page[page.index('<section class="suspects"') :]
     box = box[: box.index("</section>")]
     assert re.findall(r'<b class="suspect">([^<]+)</b>', box) == [bad], box
+    # Judged again by this release's gates (the judge command): the same verdict. The wrong result came from
+    # the ranks themselves, before any gate, so the test keeps its recorded outcome.
+    judged = run_cli("judge", str(sandbox.run_dir("run")), "--json")
+    assert judged.rc == 1, judged.stdout + judged.stderr
+    again = json.loads(judged.stdout)
+    assert (again["verdict"], again["recorded_verdict"]) == ("FAIL", "FAIL")
+    assert [(t["status"], t["reason"], t["judged"]) for t in again["tests"]] == [
+        (test["status"], test["reason"], "recorded")
+    ]

@@ -33,7 +33,7 @@ def probe_metrics(nvml_indices: list[int], visible: str | None) -> dict[str, Any
 
 def judged(facts: dict[str, Any], metrics: dict[str, Any]) -> TestResult:
     test = TestResult("gpu_probe", ["node-b"], "pass", "", metrics, {})
-    apply_derived([test], derive_hosts({"node-b": HostRecord("node-b", facts=facts)}, [test]), "auto")
+    apply_derived([test], derive_hosts({"node-b": HostRecord("node-b", facts=facts)}), "auto")
     return test
 
 

@@ -1,74 +1,116 @@
-"""The derived gates against real GPU runs (fixtures/README.md): each run re-judged under today's gates.
+"""The calibration record: real GPU runs (fixtures/README.md), each judged again by today's gates through
+the judge command's own code path (pav.commands.judge.rejudge), and the verdict each must get.
 
-A healthy 1x H100 and 1x H200 must PASS with performance gates present; the same GPU shared with another
-process (bf16 GEMMs running beside the probe) must FAIL, naming that GPU by index, bus id and UUID.
+A healthy run must PASS with performance gates present: every GPU host derived its gates from NVML facts
+with none missing, and gpu_probe is held to an absolute gate on every GPU and pair metric. A degraded run
+must FAIL, exactly its failing tests failing and the first failing reason naming the part (a GPU shared
+with another process: that GPU by index, bus id and UUID). Adding a real run is adding its results.json or
+its whole run dir under fixtures/, and one row to CALIBRATION.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pav.results import HostRecord, TestResult, verdict_of
-from pav.thresholds.apply import apply_derived, derive_hosts, gates_record
-from pav.thresholds.derive import derive_host
+from pav.commands.judge import Rejudgement, rejudge
+from pav.thresholds.derive import PER_GPU, derive_host
 from pav.thresholds.hardware import read_hardware
 from tests.conftest import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
-RUNS = {
-    "h100": ("h100-1gpu-healthy.json", "h100-1gpu-gpu-busy.json", "GPU-cb742177-16ad-07fd-6e4c-07514ed69b1d"),
-    "h200": ("h200-1gpu-healthy.json", "h200-1gpu-gpu-busy.json", "GPU-74482c88-6761-e832-c8c1-4a49b4edbc54"),
-}
+H100_GPU = "GPU 0 (00000000:00:06.0, GPU-cb742177-16ad-07fd-6e4c-07514ed69b1d)"
+H200_GPU = "GPU 0 (00000000:00:06.0, GPU-74482c88-6761-e832-c8c1-4a49b4edbc54)"
 
 
-def rejudge(name: str) -> tuple[list[TestResult], dict[str, Any]]:
-    """The run's results as the profile alone judged them, then judged by today's derived gates."""
-    run = json.loads((FIXTURES / name).read_text())
-    tests = []
-    for raw in run["tests"]:
-        profile_gates = [g for g in raw["threshold"].get("gates", []) if "basis" not in g]
-        threshold = {**raw["threshold"], "gates": profile_gates}
-        threshold.pop("missing", None)
-        status = "pass" if raw["status"] == "fail" and raw["name"] == "gpu_probe" else raw["status"]
-        tests.append(TestResult(raw["name"], raw["hosts"], status, "", raw["metrics"], threshold))
-    hosts = {n: HostRecord(n, facts=h["facts"]) for n, h in run["hosts"].items()}
-    derivation = derive_hosts(hosts)
-    apply_derived(tests, derivation, "auto")
-    return tests, gates_record(tests, derivation, "auto")["localhost"]
+@dataclass(frozen=True)
+class Run:
+    fixture: str  # under fixtures/: a results.json, or a run dir (results.json + hosts/HOST/results/TEST/)
+    verdict: str  # what today's gates must give it: PASS or FAIL
+    names: str = ""  # FAIL: what the first failing reason must contain (the part, and its metric)
+    failing: tuple[str, ...] = ()  # FAIL: the tests that fail or error, in results.json's order
+
+    def __str__(self) -> str:
+        return self.fixture
 
 
-@pytest.mark.parametrize("gpu", RUNS)
-def test_healthy_run_passes_with_performance_gates(gpu: str) -> None:
-    tests, record = rejudge(RUNS[gpu][0])
-    assert verdict_of(tests) == "PASS", [t.reason for t in tests if t.reason]
-    assert record["derived"] and record["missing"] == [] and record["facts_used"]["source"] == "nvml"
-    probe = next(t for t in tests if t.name == "gpu_probe")
-    derived = {g["metric"] for g in probe.threshold["gates"] if g.get("basis") == "absolute"}
-    assert derived == {"gemm_bf16_tflops.0", "hbm_copy_gbps.0", "h2d_gbps.0", "d2h_gbps.0"}
+CALIBRATION = (
+    Run("h100-1gpu-healthy.json", "PASS"),
+    Run("h100-1gpu-gpu-busy.json", "FAIL", f"{H100_GPU}: gemm_bf16_tflops.0 ", ("gpu_probe",)),
+    Run("h200-1gpu-healthy.json", "PASS"),
+    Run("h200-1gpu-gpu-busy.json", "FAIL", f"{H200_GPU}: gemm_bf16_tflops.0 ", ("gpu_probe",)),
+)
+HEALTHY = [run for run in CALIBRATION if run.verdict == "PASS"]
+GPU_BUSY = [run for run in CALIBRATION if "gpu-busy" in run.fixture]
 
 
-@pytest.mark.parametrize("gpu", RUNS)
-def test_a_gpu_shared_with_another_process_fails_naming_it(gpu: str) -> None:
-    tests, _ = rejudge(RUNS[gpu][1])
-    assert verdict_of(tests) == "FAIL"
-    [failed] = [t for t in tests if t.status != "pass" and t.status != "skipped"]
+def recorded(run: Run) -> dict[str, Any]:
+    """The fixture's results.json as the run wrote it."""
+    path = FIXTURES / run.fixture
+    return json.loads((path / "results.json" if path.is_dir() else path).read_text())
+
+
+def failing(found: Rejudgement) -> list[Any]:
+    return [r.test for r in found.tests if r.test.status in ("fail", "error")]
+
+
+@pytest.mark.parametrize("run", CALIBRATION, ids=str)
+def test_each_real_run_gets_its_verdict(run: Run) -> None:
+    found = rejudge(FIXTURES / run.fixture)
+    assert found.verdict == run.verdict, [(t.name, t.reason) for t in failing(found)]
+    if run.verdict == "FAIL":
+        assert [t.name for t in failing(found)] == list(run.failing)
+        assert run.names in failing(found)[0].reason
+        return
+    # Performance gates present: derived on every GPU host from NVML facts, none missing.
+    assert found.gates, "no GPU host: a healthy GPU run must derive gates"
+    for host, record in found.gates.items():
+        assert record["derived"] and record["missing"] == [], (host, record)
+        assert record["facts_used"]["source"] == "nvml"
+    probes = [r.test for r in found.tests if r.test.name == "gpu_probe"]
+    assert probes and all(r.how == "gates" for r in found.tests if r.test.name == "gpu_probe")
+    for probe in probes:
+        gpus = found.gates[probe.hosts[0]]["facts_used"]["gpus"]
+        pairs = {f"p2p_gbps.{i}.{j}" for i in range(gpus) for j in range(gpus) if i != j}
+        derived = {g["metric"] for g in probe.threshold["gates"] if g.get("basis") == "absolute"}
+        assert derived == {f"{metric}.{i}" for metric in PER_GPU for i in range(gpus)} | pairs
+
+
+@pytest.mark.parametrize("run", GPU_BUSY, ids=str)
+def test_a_gpu_shared_with_another_process_fails_naming_it(run: Run) -> None:
+    found = rejudge(FIXTURES / run.fixture)
+    assert found.verdict == "FAIL"
+    [failed] = failing(found)
     assert failed.name == "gpu_probe"
-    assert failed.reason.startswith(f"GPU 0 (00000000:00:06.0, {RUNS[gpu][2]}): gemm_bf16_tflops.0 ")
+    assert failed.reason.startswith(run.names)
 
 
-@pytest.mark.parametrize("gpu", RUNS)
-def test_one_gpu_skips_collectives_instead_of_printing_a_busbw(gpu: str) -> None:
-    run = json.loads((FIXTURES / RUNS[gpu][0]).read_text())
-    skipped = {t["name"]: t["reason"] for t in run["tests"] if t["status"] == "skipped"}
+@pytest.mark.parametrize("run", [r for r in CALIBRATION if (FIXTURES / r.fixture).is_file()], ids=str)
+def test_a_fixture_may_be_a_whole_run_dir(run: Run, tmp_path: Path) -> None:
+    """A run dir (here a results.json alone in one) is judged as its results.json is."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(FIXTURES / run.fixture, run_dir / "results.json")
+    as_dir, as_file = rejudge(run_dir), rejudge(FIXTURES / run.fixture)
+    assert as_dir.verdict == as_file.verdict == run.verdict
+    assert [(r.test.status, r.test.reason) for r in as_dir.tests] == [
+        (r.test.status, r.test.reason) for r in as_file.tests
+    ]
+
+
+@pytest.mark.parametrize("run", HEALTHY, ids=str)
+def test_one_gpu_skips_collectives_instead_of_printing_a_busbw(run: Run) -> None:
+    skipped = {t["name"]: t["reason"] for t in recorded(run)["tests"] if t["status"] == "skipped"}
     assert skipped["torch_nccl_allreduce"].startswith("needs 2 GPUs, the host has 1")
 
 
 def test_real_nvml_facts_derive_every_gate_a_one_gpu_host_needs() -> None:
-    facts = json.loads((FIXTURES / RUNS["h200"][0]).read_text())["hosts"]["localhost"]["facts"]
+    facts = recorded(Run("h200-1gpu-healthy.json", "PASS"))["hosts"]["localhost"]["facts"]
     hw = read_hardware("localhost", facts)
     assert hw.source == "nvml" and [g.name for g in hw.gpus] == ["NVIDIA H200"]
     assert hw.gpus[0].pcie_gen == 5 and hw.gpus[0].pcie_width == 16 and hw.gpus[0].nvlink_up == 0
@@ -78,7 +120,16 @@ def test_real_nvml_facts_derive_every_gate_a_one_gpu_host_needs() -> None:
 
 
 def test_gates_command_on_a_real_run() -> None:
-    run = run_cli("gates", "--results", str(FIXTURES / RUNS["h100"][0]))
+    run = run_cli("gates", "--results", str(FIXTURES / "h100-1gpu-healthy.json"))
     assert run.rc == 0, run.stdout + run.stderr
     assert "localhost: 1x NVIDIA H100 80GB HBM3 (facts from nvml)" in run.stdout
     assert "MISSING" not in run.stdout
+
+
+def test_judge_command_on_the_real_runs() -> None:
+    """The command a user runs: each run's verdict as its exit code, the busy GPU named."""
+    for run in CALIBRATION:
+        judged = run_cli("judge", str(FIXTURES / run.fixture))
+        assert judged.rc == (0 if run.verdict == "PASS" else 1), judged.stdout + judged.stderr
+        assert f": {run.verdict} (recorded " in judged.stdout
+        assert run.names in judged.stdout

@@ -20,7 +20,7 @@ def attach_jobs(results: list[TestResult], launch: Launch, run_dir: Path) -> lis
                 job = read_job(run_dir, host, launch.test)
                 if job:
                     result.slurm = job
-                    _name_job_in_reason(result, job)
+                    name_job_in_reason(result, job)
                     break
     return results
 
@@ -39,7 +39,7 @@ def read_job(run_dir: Path, host: str, test: str) -> dict[str, Any]:
     return job
 
 
-def _name_job_in_reason(result: TestResult, job: dict[str, Any]) -> None:
+def name_job_in_reason(result: TestResult, job: dict[str, Any]) -> None:
     """A failed job says so in the reason: the rank reports alone may not show that Slurm ended it."""
     if result.status in ("fail", "error") and job.get("state") != "COMPLETED":
         code = f"exit code {job.get('exit_code')}:{job.get('signal')}"

@@ -12,14 +12,11 @@ from dataclasses import replace
 from pav import catalog
 from pav.context import RunContext
 from pav.errors import PavError
-from pav.evaluate import evaluate_group
 from pav.isolation import MIN_HOSTS, Step, Suspect, merge, pairs_first, to_record
+from pav.judging import Judge
 from pav.launches import Launch, cluster_launch
 from pav.results import TestResult
 from pav.stages import collect, report, validate
-from pav.thresholds.gate import Gate
-from pav.thresholds.profiles import load_profile
-from pav.thresholds.scaling import split_gates
 
 FAILED = ("fail", "error")
 # Launches whose every host runs torchrun: each pair gets its own rendezvous. mpirun tests start from one
@@ -41,14 +38,14 @@ def run(ctx: RunContext) -> str:
         # Re-runs go through torchrun over SSH; on a Slurm cluster they would bypass the scheduler.
         notes.append(f"pair re-runs are not done under --launcher {ctx.settings.launcher}")
         failing = []
-    profile = load_profile(ctx.results.threshold_profile) if failing else {}
+    judging = report.run_judge(ctx)
     for test in failing:
         members = [h for h in test.hosts if h not in ctx.missing]
         if len(members) < MIN_HOSTS:
             notes.append(f"{test.name}: {len(members)} hosts are too few to tell apart by pairs")
             continue
         found, ran = pairs_first(
-            test.name, members, lambda name, n, groups: _round(ctx, profile, name, n, groups)
+            test.name, members, lambda name, n, groups: _round(ctx, judging, name, n, groups)
         )
         suspects += found
         steps += ran
@@ -89,16 +86,16 @@ def _scope(name: str) -> str:
         return ""
 
 
-def _round(
-    ctx: RunContext, profile: dict[str, list[Gate]], test: str, number: int, groups: list[list[str]]
-) -> list[Step]:
-    """Run ``test`` once per group, all groups at once, and judge each group by the test's gates."""
+def _round(ctx: RunContext, judging: Judge, test: str, number: int, groups: list[list[str]]) -> list[Step]:
+    """Run ``test`` once per group, all groups at once, and judge each group as the test itself is judged:
+    its profile gates and the gates its hosts' facts derive (a slow GPU, the fabric between the group)."""
     spec = _spec(test)
     round_spec = replace(spec, name=f"{spec.name}.isolate{number}")
     views = {view.name: view for view in validate.host_views(ctx)}
     launch = Launch(
-        round_spec.name, spec.launcher, "cluster", ctx.settings.timeout_for(spec.name), env=dict(spec.env)
-    )
+        round_spec.name, spec.launcher, "cluster", ctx.settings.timeout_for(spec.name), env=dict(spec.env),
+        gates_of=spec.gates_of,
+    )  # fmt: skip
     for group in groups:
         part, _ = cluster_launch(round_spec, [views[h] for h in group], ctx.settings, ctx.results.run_id)
         if part is not None:
@@ -109,6 +106,5 @@ def _round(
     # fetches what it could not.
     validate.launch_tests(ctx, [launch], stage="isolate", extravars=ROUND_COLLECTS)
     collect.run(ctx)
-    gates, _ = split_gates(profile.get(spec.gates_of or spec.name, []))
-    results = [evaluate_group(launch, group, group, ctx.run_dir, gates) for group in groups]
+    results = [judging.group(launch, group, ctx.run_dir, spec.name) for group in groups]
     return [Step(test, group, r.status, r.reason, number) for group, r in zip(groups, results, strict=True)]

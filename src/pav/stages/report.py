@@ -10,23 +10,20 @@ from typing import Any
 
 from pav import interrupts
 from pav.context import RunContext
-from pav.evaluate import evaluate_launch
+from pav.judging import Judge
 from pav.reporting import history, html, junit, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
 from pav.secrets import scrub
-from pav.slurm.record import attach_jobs
 from pav.thresholds import health
-from pav.thresholds.apply import apply_derived, derive_hosts, gates_record
-from pav.thresholds.profiles import auto_profile, load_gates, load_profile
-from pav.thresholds.scaling import add_scaling, split_gates
 
 
 def judge(ctx: RunContext) -> None:
     judge_launches(ctx)
+    judging = run_judge(ctx)
     if ctx.wants("validate") and not any(t.name == health.NAME for t in ctx.results.tests):
-        ctx.results.tests.extend(health.health_results(ctx.results.hosts))
-    add_scaling(ctx.results.tests, ctx.derived_gates)
+        ctx.results.tests.extend(judging.health())
+    judging.scaling(ctx.results.tests, ctx.derived_gates)
     ctx.derived_gates = {}  # applied once, even if report runs again after an interrupt
     tests = [asdict(t) for t in ctx.results.tests]
     ctx.results.cross_check = cross_check(tests, list(ctx.results.hosts))
@@ -39,21 +36,21 @@ def judge(ctx: RunContext) -> None:
         ctx.results.verdict = verdict_of(ctx.results.tests)
 
 
-def resolve_profile(ctx: RunContext) -> str:
-    profile = ctx.settings.threshold_profile
-    if profile == "auto":
-        profile = auto_profile([h.facts for h in ctx.results.hosts.values()], ctx.settings.platform)
-    ctx.results.threshold_profile = profile
-    return profile
+def run_judge(ctx: RunContext) -> Judge:
+    """The run's one Judge, made at its first judging (isolate's or the report's): the profile is resolved
+    (auto: by the hosts' GPUs) and read once, the hosts' facts derived once."""
+    if ctx.judge is None:
+        ctx.judge = Judge.make(
+            ctx.settings.threshold_profile, ctx.results.hosts, platform=ctx.settings.platform
+        )
+        ctx.results.threshold_profile = ctx.judge.profile.name
+    return ctx.judge
 
 
 def judge_launches(ctx: RunContext) -> None:
     """Turn the collected launches into test results; each launch is judged once, also when the
     isolate stage judged it before the report."""
-    profile = resolve_profile(ctx)
-    gates = load_profile(profile)
-    # Across hosts nccl-tests crosses the fabric, so it is judged by the profile's inter-node gates.
-    nccl_gates = {"host": load_gates(profile), "cluster": load_gates(profile, "nccl_tests_inter_node")}
+    judging = run_judge(ctx)
     lost: dict[str, str] = {}
     if interrupts.requested():  # launches the signal cut short left no launcher.rc to collect
         lost = {h: f"the run was {ctx.results.error}" for launch in ctx.launches for h in launch.hosts}
@@ -64,14 +61,10 @@ def judge_launches(ctx: RunContext) -> None:
         lost = {h: lost.get(h, left_out) for launch in ctx.launches for h in launch.hosts}
     judged: list[TestResult] = []
     for launch in ctx.launches:
-        measured, ctx.derived_gates[launch.test] = split_gates(gates.get(launch.gates_of or launch.test, []))
-        found = evaluate_launch(launch, ctx.run_dir, measured, nccl_gates[launch.scope], lost)
-        judged += attach_jobs(found, launch, ctx.run_dir)
-    # The gates the hosts' facts derive, under the profile's own: chosen `gpu-correctness` turns them off.
-    derivation = derive_hosts(ctx.results.hosts, judged)
-    apply_derived(judged, derivation, ctx.settings.threshold_profile)
+        ctx.derived_gates[launch.test] = judging.gates(launch.test, launch.gates_of)[1]
+        judged += judging.launch(launch, ctx.run_dir, lost)
     ctx.results.tests.extend(judged)
-    ctx.results.gates = gates_record(ctx.results.tests, derivation, ctx.settings.threshold_profile)
+    ctx.results.gates = judging.gates_record(ctx.results.tests)
     ctx.launches = []
 
 

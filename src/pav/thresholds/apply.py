@@ -8,7 +8,6 @@ covers is `error`, naming the missing fact: a GPU host never passes without perf
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +35,8 @@ class Derivation:
     per_host: dict[str, list[Derived]]
 
 
-def derive_hosts(hosts: dict[str, HostRecord], tests: Sequence[TestResult] = ()) -> Derivation:
-    """tests: this run's results; a host's gpu_probe result says which GPUs it was given (given_gpus)."""
-    probes = {t.hosts[0]: t.metrics for t in tests if t.name == PROBE and len(t.hosts) == 1}
-    found = {n: given_gpus(read_hardware(n, rec.facts), probes.get(n)) for n, rec in hosts.items()}
+def derive_hosts(hosts: dict[str, HostRecord]) -> Derivation:
+    found = {name: read_hardware(name, rec.facts) for name, rec in hosts.items()}
     hardware = {name: hw for name, hw in found.items() if hw.gpus}
     return Derivation(hardware, {name: derive_host(hw) for name, hw in hardware.items()})
 
@@ -50,9 +47,15 @@ def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profil
         return
     hardware = derivation.hardware
     for test in tests:
+        hw = hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None
+        if test.name == PROBE and hw is not None:
+            # The probe says which GPUs its host was given and keys its figures by them (given_gpus).
+            hw = given_gpus(hw, test.metrics)
+            _judge(test, [d for d in derive_host(hw) if d.test == PROBE], hw)
+            continue
         found = _derived_for(test, hardware, derivation.per_host)
         if found or test.name == PROBE:
-            _judge(test, found, hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None)
+            _judge(test, found, hw)
 
 
 def gates_record(tests: list[TestResult], derivation: Derivation, chosen_profile: str) -> dict[str, Any]:

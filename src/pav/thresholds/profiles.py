@@ -4,6 +4,7 @@ profile's nccl-tests gates per collective."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,15 +64,40 @@ def profile_path(name: str, asked_by: str = "pav_threshold_profile") -> Path:
     return path
 
 
-def load_profile(name: str) -> dict[str, list[Gate]]:
-    """A profile's gates per test. `extends: BASE` starts from BASE's; a test listed here replaces BASE's."""
+@dataclass(frozen=True)
+class Profile:
+    """Every gate of a profile, its `extends` chain folded in, each file read once."""
+
+    name: str
+    tests: dict[str, list[Gate]]  # test -> its gates
+    nccl_tests: dict[str, list[Gate]]  # collective -> busbw gates, nccl-tests on one host's GPUs
+    nccl_tests_inter_node: dict[str, list[Gate]]  # the same for ranks across hosts
+
+    def nccl_gates(self, scope: str) -> dict[str, list[Gate]]:
+        """The nccl-tests gates of a launch's scope: across hosts nccl-tests crosses the fabric."""
+        return self.nccl_tests_inter_node if scope == "cluster" else self.nccl_tests
+
+
+def read_profile(name: str) -> Profile:
+    """The whole profile: per-test gates (`extends: BASE` starts from BASE's; a test listed here replaces
+    BASE's) and both nccl-tests sections (a collective listed here replaces BASE's)."""
     path = profile_path(name)
     data = load_mapping(path)
-    base = load_profile(str(data["extends"])) if data.get("extends") else {}
+    base = read_profile(str(data["extends"])) if data.get("extends") else Profile(name, {}, {}, {})
     tests = data.get("tests") or {}
     if not isinstance(tests, dict):
         raise PavError(f"{path}: 'tests' must map test names to lists of gates")
-    return base | {test: [_gate(path, test, g) for g in gates or []] for test, gates in tests.items()}
+    return Profile(
+        name,
+        base.tests | {test: [_gate(path, test, g) for g in gates or []] for test, gates in tests.items()},
+        base.nccl_tests | parse_nccl_gates(data.get("nccl_tests"), str(path)),
+        base.nccl_tests_inter_node | parse_nccl_gates(data.get("nccl_tests_inter_node"), str(path)),
+    )
+
+
+def load_profile(name: str) -> dict[str, list[Gate]]:
+    """A profile's gates per test (read_profile's `tests`)."""
+    return read_profile(name).tests
 
 
 def _gate(path: Any, test: str, raw: Any) -> Gate:

@@ -1,0 +1,207 @@
+"""judge RUN_DIR|results.json [--profile NAME] [--json]: a recorded run judged again by this release's gates.
+
+Each test's measurements against today's profile gates and the gates the recorded host facts derive;
+gpu_health from the facts; scaling. A test whose outcome its gates did not decide (an error, a rank's
+failure, wrong bytes, a timeout, a failed job) keeps it as recorded (pav.judging.Judge.rejudge).
+Exit 0 PASS, 1 FAIL (or a run that could not finish), 2 bad input: one `error:` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pav.errors import PavError
+from pav.judging import Judge, Rejudged, chosen_profile
+from pav.results import HostRecord, TestResult, count_statuses, verdict_of
+from pav.thresholds.profiles import known_profiles, profile_path
+
+EXIT_PASS, EXIT_FAIL = 0, 1
+STATUSES = ("pass", "fail", "skipped", "error")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "run", type=Path, metavar="RUN_DIR|results.json",
+        help="a run dir (its raw host results are read again too) or a results.json",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile", metavar="NAME",
+        help="judge by thresholds/NAME.yml (or auto: by the recorded GPUs) instead of the run's own profile",
+    )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print one JSON object (docs/thresholds.md)")
+
+
+@dataclass(frozen=True)
+class Rejudgement:
+    file: Path  # the results.json read
+    run_id: str
+    profile: str  # the profile judged by
+    recorded_profile: str
+    recorded_verdict: str
+    verdict: str  # PASS, FAIL, or ERROR where the run could not finish (error)
+    error: str
+    tests: list[Rejudged]
+    gates: dict[str, Any]  # results.json's `gates`, as this release derives them
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": str(self.file),
+            "run_id": self.run_id,
+            "profile": self.profile,
+            "recorded_profile": self.recorded_profile,
+            "verdict": self.verdict,
+            "recorded_verdict": self.recorded_verdict,
+            "error": self.error,
+            "summary": count_statuses([r.test for r in self.tests]),
+            "tests": [_test_record(r) for r in self.tests],
+        }
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        found = rejudge(args.run, args.profile)
+    except PavError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        print(json.dumps(found.to_dict(), indent=2))
+    else:
+        print(render(found), end="")
+    return EXIT_PASS if found.verdict == "PASS" else EXIT_FAIL
+
+
+def rejudge(path: Path, profile: str | None = None) -> Rejudgement:
+    """A run dir (or its results.json) judged by this release's gates; PavError on bad input."""
+    file, run_dir = _locate(path)
+    data = _read(file)
+    try:
+        tests = [_test(raw) for raw in data["tests"]]
+        hosts = {str(n): _host(str(n), h) for n, h in data["hosts"].items()}
+        gates = data.get("gates") or {}
+        stages = [s.get("name") for s in data.get("stages") or [] if isinstance(s, dict)]
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise _unreadable(file, f"{type(exc).__name__}: {exc}") from None
+    recorded = str(data.get("threshold_profile") or "")
+    chosen, resolved = _profile(file, profile, recorded, gates if isinstance(gates, dict) else {})
+    validated = "validate" in stages if stages else bool(tests)
+    if not tests and not validated:
+        raise PavError(f"{file} holds no test results to judge (the run did not validate)")
+    judge = Judge.make(chosen, hosts, resolved)
+    judged = judge.rejudge(tests, run_dir, validated)
+    error = str(data.get("error") or "")
+    results = [r.test for r in judged]
+    return Rejudgement(
+        file, str(data.get("run_id") or ""), judge.profile.name, recorded, str(data.get("verdict") or ""),
+        "ERROR" if error else verdict_of(results), error, judged, judge.gates_record(results),
+    )  # fmt: skip
+
+
+def _locate(path: Path) -> tuple[Path, Path | None]:
+    """The results.json to read and the run dir whose raw host results (hosts/HOST/results/) go with it."""
+    if path.is_dir():
+        file = path / "results.json"
+        if not file.is_file():
+            raise PavError(f"{path} holds no results.json; pass a run dir or its results.json")
+        return file, path
+    return path, (path.parent if path.name == "results.json" else None)
+
+
+def _read(file: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(file.read_text())
+    except OSError as exc:
+        raise _unreadable(file, exc.strerror or str(exc)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _unreadable(file, str(exc)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
+        raise _unreadable(file, "no 'tests' list")
+    if not isinstance(data.get("hosts"), dict):
+        raise _unreadable(file, "no 'hosts' mapping")
+    return data
+
+
+def _unreadable(file: Path, why: str) -> PavError:
+    return PavError(f"cannot read {file} as results.json ({why}); pass a run dir or its results.json")
+
+
+def _host(name: str, raw: Any) -> HostRecord:
+    facts = (raw or {}).get("facts") or {}
+    if not isinstance(facts, dict):
+        raise TypeError(f"host {name}: facts are {type(facts).__name__}, not an object")
+    return HostRecord(name, facts=facts)
+
+
+def _test(raw: Any) -> TestResult:
+    if not isinstance(raw, dict):
+        raise TypeError(f"a test is {type(raw).__name__}, not an object")
+    name, status = str(raw["name"]), raw.get("status")
+    if status not in STATUSES:
+        raise ValueError(f"test {name}: status {status!r} is not one of {', '.join(STATUSES)}")
+    return TestResult(
+        name, [str(h) for h in raw.get("hosts") or []], status, str(raw.get("reason") or ""),
+        dict(raw.get("metrics") or {}), dict(raw.get("threshold") or {}), list(raw.get("artifacts") or []),
+        dict(raw.get("slurm") or {}),
+    )  # fmt: skip
+
+
+def _profile(file: Path, asked: str | None, recorded: str, gates: dict[str, Any]) -> tuple[str, str]:
+    """The profile as chosen (what turns the derived gates off) and what it resolved to ("": resolve it)."""
+    if asked:
+        if asked != "auto":
+            profile_path(asked, asked_by="--profile")
+        return asked, ""
+    if not recorded:
+        raise PavError(f"{file} records no threshold_profile; pass --profile NAME")
+    if recorded == "auto":  # the run never reached a judging: auto was not resolved
+        return "auto", ""
+    try:
+        profile_path(recorded)
+    except PavError:
+        known = ", ".join(known_profiles())
+        raise PavError(
+            f"{file} was judged by threshold profile '{recorded}', which this release does not have; "
+            f"pass --profile NAME (known: auto, {known})"
+        ) from None
+    return chosen_profile(recorded, gates), recorded
+
+
+def render(found: Rejudgement) -> str:
+    profile = found.profile
+    if found.profile != found.recorded_profile:
+        profile += f" (recorded: {found.recorded_profile or 'none'})"
+    lines = [
+        f"== {found.file}",
+        f"   run {found.run_id or '?'}, profile {profile}: {found.verdict} "
+        f"(recorded {found.recorded_verdict or 'none'})",
+    ]
+    if found.error:
+        lines.append(f"   the run could not finish: {found.error}")
+    for item in found.tests:
+        test, was = item.test, item.recorded
+        changed = was is not None and was.status != test.status
+        if test.status not in ("fail", "error") and not changed:
+            continue
+        note = " (as recorded: not decided by gates)" if item.how == "recorded" else ""
+        note += f" (recorded {was.status})" if changed and was is not None else ""
+        reason = f": {test.reason}" if test.reason else ""
+        lines.append(f"   {test.status.upper()} {test.name} on {', '.join(test.hosts)}{note}{reason}")
+    counts = count_statuses([r.test for r in found.tests])
+    lines.append("   " + ", ".join(f"{n} {status}" for status, n in counts.items()))
+    return "\n".join(lines) + "\n"
+
+
+def _test_record(item: Rejudged) -> dict[str, Any]:
+    test = item.test
+    return {
+        "name": test.name,
+        "hosts": test.hosts,
+        "status": test.status,
+        "reason": test.reason,
+        "recorded_status": item.recorded.status if item.recorded is not None else None,
+        "judged": item.how,
+    }
