@@ -25,7 +25,7 @@ def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) 
         if len(values) < 2:
             continue
         best = max(values, key=lambda k: values[k])
-        source = f"best GPU of the host: GPU {best} {values[best]:.4g}"
+        source = f"best GPU of the host: {labels.get(best, f'GPU {best}')} {values[best]:.4g}"
         for idx in values:
             part = labels.get(idx, f"GPU {idx}")
             out.append(
