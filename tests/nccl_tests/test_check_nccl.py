@@ -20,6 +20,7 @@ REPORT = str(FIXTURES / "synthetic_h100_2node_all_reduce_perf.json")
 # on a GPU machine joins as one more line: pytest.param("real_h100_g2_all_reduce_perf.json", id="real-h100").
 G2_REPORTS = [
     pytest.param("synthetic_h200_g2_all_reduce_perf.json", id="synthetic-h200"),
+    pytest.param("real_h100_g2_all_reduce_perf.json", id="real-h100"),
 ]
 RECORD_KEYS = {"file", "op", "status", "reason", "rows", "avg_busbw_gbps", "busbw_applicable", "devices"}
 ROW_KEYS = {"size_bytes", "count", "type", "wrong", "out_of_place", "in_place"}
