@@ -41,6 +41,7 @@ class Run:
 
 
 X4_GPU0 = "GPU 0 (00000000:00:06.0, GPU-a9ddd7a0-abad-6e30-4fc3-07bca42e399c)"
+X2_GPU0 = "GPU 0 (00000000:00:06.0, GPU-6daf72bb-bc12-7d7b-83b8-94f910198b52)"
 X4_BUS = "host: busbw_gbps.all_reduce.8589934592 "  # the host's collectives, named by torch_nccl_allreduce
 NCCL_X4 = ("torch_nccl_allreduce", "nccl_tests_all_reduce")
 CALIBRATION = (
@@ -57,6 +58,8 @@ CALIBRATION = (
     # keeps the best of 3 rounds); the part the case degrades is the host's collectives.
     Run("h100x4-p2p-off", "FAIL", X4_BUS, ("gpu_probe", *NCCL_X4), part="torch_nccl_allreduce"),
     Run("h100x4-few-channels", "FAIL", X4_BUS, NCCL_X4),
+    Run("h100x2-healthy", "PASS"),
+    Run("h100x2-gpu-busy", "FAIL", f"{X2_GPU0}: gemm_bf16_tflops.0 ", ("gpu_probe", *NCCL_X4)),
     Run("h100x4-split-nvlink", "PASS"),  # two nodes of 2 GPUs, NVLink between them
     Run(
         "h100x4-split-socket",
