@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,14 @@ def job_labels(run_id: str, test: str) -> dict[str, str]:
 
 
 def plan_jobs(
-    tests: list[str], config: K8sConfig, env: dict[str, str], workers: int, run_id: str, timeout_s: int
+    tests: list[str],
+    config: K8sConfig,
+    env: dict[str, str],
+    workers: int,
+    run_id: str,
+    timeout_for: Callable[[str], int],
 ) -> list[Job]:
+    """timeout_for: a test's seconds (Settings.timeout_for: pav_test_timeouts_s over pav_test_timeout_s)."""
     shape = config.node_shape()
     _require_rdma_devices(config, env)
     jobs = []
@@ -122,7 +129,7 @@ def plan_jobs(
                 memory_limit=shape.memory_limit,
                 env={**env, **spec.env},
                 script=script,
-                timeout_s=timeout_s,
+                timeout_s=timeout_for(spec.name),
                 privileged=config.privileged,
                 rdma_resource=config.rdma_resource,
                 shm_size=config.shm_size,

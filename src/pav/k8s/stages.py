@@ -24,7 +24,7 @@ def manifests(ctx: RunContext) -> tuple[list[render.Job], list[render.Manifest]]
     config = load_config(ctx.env.inventory_dir)
     env = fabric_env(ctx.env.inventory_dir)
     planned = render.plan_jobs(
-        ctx.settings.tests, config, env, workers(ctx), ctx.results.run_id, ctx.settings.test_timeout_s
+        ctx.settings.tests, config, env, workers(ctx), ctx.results.run_id, ctx.settings.timeout_for
     )
     labels = render.job_labels(ctx.results.run_id, "payload")
     return planned, render.render(planned, config.namespace, labels)
