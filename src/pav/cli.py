@@ -182,7 +182,12 @@ def make_context(args: argparse.Namespace) -> RunContext:
 def check_names(settings: Settings, env: EnvSpec, from_cli: bool) -> None:
     """Unknown tests or profiles fail here, before anything is provisioned, naming where they were set."""
     where = settings_file(env.inventory_dir) or env.inventory_dir
-    catalog.select(settings.tests, "--tests" if from_cli else f"pav_tests of {where}")
+    specs = catalog.select(settings.tests, "--tests" if from_cli else f"pav_tests of {where}")
+    if settings.platform == "k8s":
+        from pav.k8s.kinds import job_kind  # a k8s run refuses a CPU test before provision creates a cluster
+
+        for spec in specs:
+            job_kind(spec)
     catalog.select(list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where}")
     if settings.threshold_profile != "auto":
         try:

@@ -16,13 +16,13 @@ from pav import catalog, paths
 from pav.catalog import TestSpec
 from pav.errors import PavError
 from pav.k8s.config import TEMPLATES, K8sConfig
+from pav.k8s.kinds import job_kind
 from pav.k8s.policy import check_manifest
 
 PAYLOAD_CONFIGMAP = "pav-payload"
 RESULTS = "/tmp/pav-results"
 # Every file the pod leaves in RESULTS is printed to its log between these lines; collect writes it back.
 FILE_MARK, END_MARK = "=== pav-file ", "=== pav-end"
-KINDS = {"torchrun": "PyTorchJob", "nccl_tests": "MPIJob"}
 
 
 @dataclass
@@ -102,12 +102,7 @@ def plan_jobs(
     _require_rdma_devices(config, env)
     jobs = []
     for spec in catalog.select(tests):
-        kind = KINDS.get(spec.launcher)
-        if kind is None or not spec.needs_gpu:
-            raise PavError(
-                f"test {spec.name} runs through {spec.launcher} on CPUs; the k8s platform runs GPU torchrun "
-                f"tests as PyTorchJob and nccl-tests as MPIJob: take it out of pav_tests"
-            )
+        kind = job_kind(spec)
         image = config.pytorch_image if kind == "PyTorchJob" else config.nccl_tests_image
         if kind == "PyTorchJob":
             script = _torch_script(spec)
