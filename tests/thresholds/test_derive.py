@@ -24,9 +24,9 @@ from pav.thresholds.derive import (
     NotApplicable,
     derive_fabric,
     derive_host,
-    hardware_data,
 )
 from pav.thresholds.hardware import normalize_bus_id, read_hardware, read_rdma
+from pav.thresholds.links import hardware_data
 from pav.thresholds.relative import relative_gates
 from tests.conftest import ROOT
 
