@@ -84,7 +84,7 @@ def test_gpus_rdma_and_host_facts_come_from_one_module_run(tmp_path: Path) -> No
     facts = probe(tmp_path, {"preflight_nvidia_smi": str(smi), "preflight_infiniband_sysfs": str(sysfs),
                              "preflight_gpu_ids": "0,1", "preflight_rdma_ports_expected": 8})  # fmt: skip
     gpu = facts["gpu"]
-    assert gpu["count"] == 2 and gpu["nvidia_smi"] == "ok"
+    assert gpu["count"] == 2 and gpu["nvidia_smi"] == "ok" and gpu["ids"] == "0,1"  # the GPUs this host owns
     assert gpu["devices"][1] == ["1", "NVIDIA H100 80GB HBM3", "81559", "570.133.20", "00000000:2A:00.0",
                                  "Disabled", "96.00.99.00.01"]  # fmt: skip
     assert gpu["driver"] == "570.133.20" and gpu["cuda"] == "12.8"
@@ -109,7 +109,7 @@ def test_gpus_rdma_and_host_facts_come_from_one_module_run(tmp_path: Path) -> No
 def test_a_host_whose_nvidia_smi_is_missing_or_fails_has_no_gpus(tmp_path: Path) -> None:
     missing = probe(tmp_path, {"preflight_nvidia_smi": str(tmp_path / "no-such-smi")})
     assert "ports_expected" not in missing["rdma"]  # preflight_rdma_ports_expected unset: nothing recorded
-    assert missing["gpu"] == {"count": 0, "devices": [], "driver": "", "cuda": "", "topology": "",
+    assert missing["gpu"] == {"count": 0, "ids": "", "devices": [], "driver": "", "cuda": "", "topology": "",
                               "nvidia_smi": "absent"}  # fmt: skip
     failing = tmp_path / "failing-smi"
     failing.write_text(
