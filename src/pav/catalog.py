@@ -34,6 +34,10 @@ RESNET_MODEL = ("--model", "resnet50", "--batch-size", "64", "--steps", "30")
 SMALL_SIZES = "8,64,512,4K,32K,256K,2M"
 OTHER_OPS = "all_gather,reduce_scatter,all_to_all,broadcast,send_recv"
 NCCL_TESTS_SWEEP = ("-b", "512M", "-e", "8G", "-f", "2")
+# The host-scope nccl-tests: each binary's op (nccl-tests' name) and the payload's name for that op.
+NCCL_TESTS_OPS = (("all_reduce", "all_reduce"), ("all_gather", "all_gather"),
+                  ("reduce_scatter", "reduce_scatter"), ("alltoall", "all_to_all"), ("sendrecv", "send_recv"),
+                  ("broadcast", "broadcast"))  # fmt: skip
 # Inter-node gates hold the algorithm fixed: Ring crosses the fabric at the HCAs' rate, while NCCL's own
 # choice (tree, NVLS, CollNet) varies with size and version and would move the number the gate judges.
 RING = {"NCCL_ALGO": "Ring"}
@@ -57,6 +61,18 @@ class TestSpec:
     gates_of: str = ""  # judge by another test's gates (test-only variants of a real test)
     # GPUs a host needs: two ranks of a collective or DDP on one GPU prove nothing (and NCCL refuses them).
     min_gpus: int = 1
+    # What the rest of the driver knows of a test, kept here so that a test is one unit: no other module
+    # matches on its name (tests/driver/test_catalog_names.py holds them to it).
+    #
+    # The ops (the payload's names: all_reduce, all_to_all, send_recv, ...) of a host-scope collective
+    # test that are gated on the host's bus limit (thresholds/derive.py: NVLink or PCIe), and where each
+    # op's busbw is in its metrics: per op (the payload measures several: busbw_gbps.<op>.<size>) or not
+    # (nccl-tests runs one op: busbw_gbps.<size>).
+    busbw_ops: tuple[str, ...] = ()
+    busbw_per_op: bool = True
+    # A cluster-scope collective test gated on the fabric between hosts (derive_fabric: the slowest
+    # host's RDMA ports): its busbw metric without the size, e.g. busbw_gbps.all_reduce.
+    inter_node_metric: str = ""
 
 
 CATALOG: dict[str, TestSpec] = {
@@ -110,6 +126,7 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
             min_gpus=2,
+            busbw_ops=("all_reduce",),
         ),
         TestSpec(
             "torch_nccl_collectives",
@@ -119,6 +136,7 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("collectives", "--backend", "nccl", "--ops", OTHER_OPS, "--sizes", BIG_SIZES),
             min_gpus=2,
+            busbw_ops=tuple(OTHER_OPS.split(",")),
         ),
         TestSpec(
             "torch_nccl_latency",
@@ -203,6 +221,7 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
             env=RING,
+            inter_node_metric="busbw_gbps.all_reduce",
         ),
         TestSpec(
             "train_gpu_ddp_multi",
@@ -228,6 +247,7 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("all_reduce_perf", *NCCL_TESTS_SWEEP),
             env=RING,
+            inter_node_metric="busbw_gbps",
         ),
         *(
             TestSpec(
@@ -238,8 +258,10 @@ CATALOG: dict[str, TestSpec] = {
                 True,
                 (f"{op}_perf", *NCCL_TESTS_SWEEP),
                 min_gpus=2,
+                busbw_ops=(payload_op,),
+                busbw_per_op=False,
             )
-            for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast")
+            for op, payload_op in NCCL_TESTS_OPS
         ),
         # Slurm's own checks (--launcher slurm only; docs/slurm.md): pav_payload.slurm_check in every task.
         TestSpec(
@@ -272,6 +294,10 @@ CATALOG: dict[str, TestSpec] = {
         ),
     )
 }
+
+# The per-GPU probe: its figures are the per-GPU and per-pair gates' (thresholds/derive.py, relative.py)
+# and the report's GPU grid.
+PROBE = "gpu_probe"
 
 
 # FOR TESTING ONLY (tests/faults): launches that hang until their timeout. Known only with PAV_FAULT_TESTS=1.

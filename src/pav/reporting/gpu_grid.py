@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pav.thresholds.derive import PER_GPU, PROBE
+from pav.catalog import PROBE
+from pav.thresholds.derive import PER_GPU
 
 # The grid's columns are the per-GPU metrics the gates judge, in their order.
 COLUMNS = tuple(zip(PER_GPU, ("GEMM bf16 TFLOP/s", "HBM copy GB/s", "H2D GB/s", "D2H GB/s"), strict=True))

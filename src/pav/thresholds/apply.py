@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pav.catalog import PROBE, spec_of
 from pav.results import HostRecord, TestResult
 from pav.thresholds.derive import (
-    PROBE,
     Derived,
     DerivedGate,
     Missing,
@@ -93,7 +93,8 @@ def _derived_for(
     if len(test.hosts) == 1:
         return [d for d in per_host.get(test.hosts[0], []) if d.test == test.name]
     members = [hardware[h] for h in test.hosts if h in hardware]
-    if test.name in {"torch_nccl_allreduce_multi", "nccl_tests_all_reduce_multi"} and members:
+    spec = spec_of(test.name)  # None: a recorded test this release does not know
+    if spec is not None and spec.inter_node_metric and members:
         return [derive_fabric(members, test.name)]
     return []
 

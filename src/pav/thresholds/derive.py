@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 
 from pav import paths
+from pav.catalog import CATALOG, PROBE
 from pav.errors import PavError
 from pav.thresholds.gate import lookup
 from pav.thresholds.hardware import Gpu, HostHardware
@@ -28,24 +29,10 @@ from pav.thresholds.links import (
 from pav.yamlfile import load_mapping
 
 SIZE = 8 << 30  # the largest size the collective tests measure (catalog.BIG_SIZES, nccl-tests -e 8G)
-PROBE = "gpu_probe"
 PER_GPU = ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps")
 UNITS = {"gemm_bf16_tflops": "TFLOP/s"}
-# torch op names (payload) -> the tests that measure them; nccl-tests names its ops its own way.
-TORCH_OPS = {"torch_nccl_allreduce": ("all_reduce",), "torch_nccl_collectives": (
-    "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")}  # fmt: skip
-NCCL_TESTS_OPS = {
-    "nccl_tests_all_reduce": "all_reduce",
-    "nccl_tests_all_gather": "all_gather",
-    "nccl_tests_reduce_scatter": "reduce_scatter",
-    "nccl_tests_alltoall": "all_to_all",
-    "nccl_tests_sendrecv": "send_recv",
-    "nccl_tests_broadcast": "broadcast",
-}
-INTER_NODE = {
-    "torch_nccl_allreduce_multi": "busbw_gbps.all_reduce",
-    "nccl_tests_all_reduce_multi": "busbw_gbps",
-}
+# The tests across hosts gated on the fabric (derive_fabric), in catalog order.
+INTER_NODE = tuple(spec.name for spec in CATALOG.values() if spec.inter_node_metric)
 SPECS = "thresholds/hardware/gpus.yml"
 NVML_FACTS = "facts.gpus, read through NVML by the torch_payload role: configure with this release"
 PROFILE_FIX = "or set pav_threshold_profile to a profile that gates it (docs/thresholds.md)"
@@ -151,7 +138,7 @@ def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
     with its full complement: every port of its link layer (or the number the env expects), a port that is
     down or slow counted at the rate its healthy ports run, so a down port never lowers the bar (gpu_health
     names it)."""
-    metric = f"{INTER_NODE[test]}.{SIZE}"
+    metric = f"{CATALOG[test].inter_node_metric}.{SIZE}"
     if hosts and all(h.fabric == "socket" for h in hosts):
         why = (
             "the fabric is sockets (nccl_env_fabric: socket): no RDMA rate bounds the bandwidth between hosts"
@@ -261,8 +248,11 @@ def pair_limit(hw: HostHardware, src: Gpu, dst: Gpu) -> tuple[float, str] | str:
 
 def _collectives(hw: HostHardware) -> list[Derived]:
     found = bus_limit(hw)
-    wanted = [(t, f"busbw_gbps.{op}.{SIZE}", op) for t, ops in TORCH_OPS.items() for op in ops]
-    wanted += [(t, f"busbw_gbps.{SIZE}", op) for t, op in NCCL_TESTS_OPS.items()]
+    wanted = [
+        (spec.name, f"busbw_gbps.{op}.{SIZE}" if spec.busbw_per_op else f"busbw_gbps.{SIZE}", op)
+        for spec in CATALOG.values()
+        for op in spec.busbw_ops
+    ]
     out: list[Derived] = []
     for test, metric, op in wanted:
         if isinstance(found, str):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from pav.thresholds.derive import PER_GPU, PROBE, DerivedGate, Fraction, fractions, pair_limit
+from pav.catalog import PROBE
+from pav.thresholds.derive import PER_GPU, DerivedGate, Fraction, fractions, pair_limit
 from pav.thresholds.hardware import HostHardware
 
 AT_ONCE = ("h2d_all_gbps", "d2h_all_gbps")  # the probe's host copies with every GPU copying at once
