@@ -73,6 +73,12 @@ class TestSpec:
     # A cluster-scope collective test gated on the fabric between hosts (derive_fabric: the slowest
     # host's RDMA ports): its busbw metric without the size, e.g. busbw_gbps.all_reduce.
     inter_node_metric: str = ""
+    # Scaling efficiency, a metric of two tests (thresholds/scaling.py). Host scope: this DDP test's
+    # per-GPU throughput over the 1-GPU run of scaling_baselines[0] on the same host (scaling_efficiency).
+    # Cluster scope: its per-GPU throughput over the slowest host's own run of the first of
+    # scaling_baselines that host did not skip (1-GPU hosts skip DDP) (scaling_efficiency_nodes).
+    scaling_baselines: tuple[str, ...] = ()
+    scaling_throughput: str = ""  # the throughput compared: tokens_per_s (language models), samples_per_s
 
 
 CATALOG: dict[str, TestSpec] = {
@@ -109,6 +115,8 @@ CATALOG: dict[str, TestSpec] = {
             "cluster",
             False,
             ("train", "--model", "mlp", "--mode", "ddp", "--steps", "20", "--backend", "gloo"),
+            scaling_baselines=("ddp_cpu_train",),
+            scaling_throughput="samples_per_s",
         ),
         TestSpec(
             "mpi_allreduce",
@@ -185,6 +193,8 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("train", "--mode", "ddp", *GPU_MODEL),
             min_gpus=2,
+            scaling_baselines=("train_gpu_single",),
+            scaling_throughput="tokens_per_s",
         ),
         TestSpec(
             "train_gpu_resnet50_single",
@@ -203,6 +213,8 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("train", "--mode", "ddp", *RESNET_MODEL),
             min_gpus=2,
+            scaling_baselines=("train_gpu_resnet50_single",),
+            scaling_throughput="samples_per_s",
         ),
         TestSpec(
             "train_gpu_fsdp",
@@ -230,6 +242,9 @@ CATALOG: dict[str, TestSpec] = {
             "cluster",
             True,
             ("train", "--mode", "ddp", *GPU_MODEL),
+            # 1-GPU nodes run no DDP of their own: their 1-GPU run of the same model is the node's figure.
+            scaling_baselines=("train_gpu_ddp", "train_gpu_single"),
+            scaling_throughput="tokens_per_s",
         ),
         TestSpec(
             "train_gpu_fsdp_multi",
@@ -238,6 +253,8 @@ CATALOG: dict[str, TestSpec] = {
             "cluster",
             True,
             FSDP_ARGS,
+            scaling_baselines=("train_gpu_fsdp",),
+            scaling_throughput="tokens_per_s",
         ),
         TestSpec(
             "nccl_tests_all_reduce_multi",

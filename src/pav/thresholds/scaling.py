@@ -3,25 +3,17 @@ baseline, and of training over every host against one node (the same test within
 
 from __future__ import annotations
 
+from pav.catalog import spec_of
 from pav.results import TestResult
 from pav.thresholds.gate import Gate
 
 DERIVED = {"scaling_efficiency", "scaling_efficiency_nodes"}
-# DDP test -> (its 1-GPU baseline, the throughput compared): tokens for language models, samples for images.
-BASELINES = {
-    "train_gpu_ddp": ("train_gpu_single", "tokens_per_s"),
-    "train_gpu_resnet50_ddp": ("train_gpu_resnet50_single", "samples_per_s"),
-}
-# Test across hosts -> (the same training within one host, run on each of them, the throughput compared).
-# Weak scaling: each GPU keeps its batch, so per-GPU throughput across N nodes over the slowest single
-# node's is the efficiency from 1 to N nodes; what it loses is the network between the hosts. Nodes of one
-# GPU (a machine split into nodes, 1-GPU VMs) run no DDP of their own: their 1-GPU run of the same model
-# is that node's throughput.
-NODE_BASELINES = {
-    "train_gpu_ddp_multi": (("train_gpu_ddp", "train_gpu_single"), "tokens_per_s"),
-    "train_gpu_fsdp_multi": (("train_gpu_fsdp",), "tokens_per_s"),
-    "ddp_cpu_train_multi": (("ddp_cpu_train",), "samples_per_s"),
-}
+# A test's baselines and the throughput compared are its catalog spec's (scaling_baselines,
+# scaling_throughput). Within a host (a DDP test, host scope): per-GPU throughput over the 1-GPU baseline's
+# total on the same host. Across hosts (cluster scope), weak scaling: each GPU keeps its batch, so per-GPU
+# throughput across N nodes over the slowest single node's is the efficiency from 1 to N nodes; what it
+# loses is the network between the hosts. Nodes of one GPU (a machine split into nodes, 1-GPU VMs) run no
+# DDP of their own: their 1-GPU run of the same model is that node's throughput.
 
 
 def split_gates(gates: list[Gate]) -> tuple[list[Gate], list[Gate]]:
@@ -32,16 +24,16 @@ def split_gates(gates: list[Gate]) -> tuple[list[Gate], list[Gate]]:
 def add_scaling(tests: list[TestResult], derived_gates: dict[str, list[Gate]]) -> None:
     by_key = {(t.name, tuple(t.hosts)): t for t in tests}
     for test in tests:
-        if test.status != "pass" or (test.name not in BASELINES and test.name not in NODE_BASELINES):
+        spec = spec_of(test.name)  # None: a recorded test this release does not know
+        if test.status != "pass" or spec is None or not spec.scaling_baselines:
             continue
-        if test.name in BASELINES:
-            base_name, throughput = BASELINES[test.name]
-            base = by_key.get((base_name, tuple(test.hosts)))
+        throughput = spec.scaling_throughput
+        if spec.scope == "host":
+            base = by_key.get((spec.scaling_baselines[0], tuple(test.hosts)))
             single = base.metrics.get(f"{throughput}_total") if base and base.status == "pass" else None
             _ratio(test, "scaling_efficiency", test.metrics.get(f"{throughput}_per_rank_min"), single)
         else:
-            base_names, throughput = NODE_BASELINES[test.name]
-            nodes = [_first_run(by_key, base_names, host) for host in test.hosts]
+            nodes = [_first_run(by_key, spec.scaling_baselines, host) for host in test.hosts]
             per_node = [
                 n.metrics.get(f"{throughput}_per_rank_min") if n and n.status == "pass" else None
                 for n in nodes
