@@ -79,6 +79,14 @@ class TestSpec:
     # scaling_baselines that host did not skip (1-GPU hosts skip DDP) (scaling_efficiency_nodes).
     scaling_baselines: tuple[str, ...] = ()
     scaling_throughput: str = ""  # the throughput compared: tokens_per_s (language models), samples_per_s
+    # A Slurm check (launcher slurm): the pav_payload.slurm_check subcommand its tasks run.
+    slurm_check: str = ""
+    # Run on the first (submitting) host alone, before any job and outside one: what sinfo/scontrol say
+    # of the whole cluster needs no job, nor the shared folder; it is told how many nodes to expect.
+    slurm_check_alone: bool = False
+    # One task per node instead of one per GPU (or per pav_cpu_procs_per_host): what it checks is the
+    # node's view of the shared folder, not each rank's.
+    slurm_check_per_node: bool = False
 
 
 CATALOG: dict[str, TestSpec] = {
@@ -287,6 +295,8 @@ CATALOG: dict[str, TestSpec] = {
             "slurm",
             "cluster",
             False,
+            slurm_check="cluster-state",
+            slurm_check_alone=True,
         ),
         TestSpec(
             "slurm_cpu_binding",
@@ -294,6 +304,7 @@ CATALOG: dict[str, TestSpec] = {
             "slurm",
             "cluster",
             False,
+            slurm_check="cpu-binding",
         ),
         TestSpec(
             "slurm_gpu_binding",
@@ -301,6 +312,7 @@ CATALOG: dict[str, TestSpec] = {
             "slurm",
             "cluster",
             True,
+            slurm_check="gpu-binding",
         ),
         TestSpec(
             "slurm_shared_fs",
@@ -308,6 +320,8 @@ CATALOG: dict[str, TestSpec] = {
             "slurm",
             "cluster",
             False,
+            slurm_check="shared-fs",
+            slurm_check_per_node=True,
         ),
     )
 }

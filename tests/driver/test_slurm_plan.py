@@ -90,6 +90,28 @@ def test_slurm_checks_come_first_and_gpu_check_skips_without_gpus(tmp_path: Path
     assert mpi.launcher == "mpirun" and "pav-mpirun" in mpi.argv_by_host["h0"][0]  # mpirun stays as it is
 
 
+def test_each_slurm_check_runs_its_payload_check_where_the_catalog_says(tmp_path: Path) -> None:
+    """The cluster state on the first host alone, outside any job; shared-fs one task per node; the rest a
+    task per process, each with its pav_payload.slurm_check argument."""
+    launches, _, _ = plan_slurm([], hosts(3), slurm_settings(), "r", tmp_path)
+    by_test = {la.test: la for la in launches}
+    state = by_test["slurm_cluster_state"]
+    assert state.ranks_by_host == {"h0": 1} and state.members == ["h0", "h1", "h2"]
+    argv = state.argv_by_host["h0"]
+    assert argv[1:6] == ["-m", "pav_payload.slurm_check", "cluster-state", "--expect-nodes", "3"]
+    assert not (tmp_path / "slurm" / "slurm_cluster_state.sbatch").exists()
+    assert by_test["slurm_shared_fs"].ranks_by_host == {"h0": 3}
+    assert by_test["slurm_cpu_binding"].ranks_by_host == {"h0": 6}  # 3 nodes x pav_cpu_procs_per_host
+    for test, check, tasks, cpus in (
+        ("slurm_shared_fs", "shared-fs", 1, 8),
+        ("slurm_cpu_binding", "cpu-binding", 2, 8),
+    ):
+        script = (tmp_path / "slurm" / f"{test}.sbatch").read_text()
+        assert f"pav_payload.slurm_check {check} " in script, test
+        assert f"#SBATCH --ntasks-per-node={tasks}\n" in script, test
+        assert f"#SBATCH --cpus-per-task={cpus}\n" in script, test
+
+
 def test_nccl_tests_across_nodes_run_a_rank_per_gpu_with_the_tests_env(tmp_path: Path) -> None:
     views = hosts(2, gpus=8)
     for view in views:

@@ -5,7 +5,8 @@
 - a cluster torchrun test: one job over every node, srun starts one torchrun per node; its reports go to
   the shared filesystem (pav_shared_dir) and are gathered on the submitting (first) host
 - a Slurm check (catalog launcher "slurm"): a job whose every task runs pav_payload.slurm_check, or, for
-  slurm_cluster_state, that check run on the first host before any job
+  a check the catalog runs alone (slurm_check_alone: the cluster state), that check run on the first host
+  before any job
 - nccl-tests across nodes: one job over every node, a rank per GPU, started by `srun --mpi=PMI`
   (pav_slurm_mpi) instead of mpirun over SSH; its table goes to the job log
 - mpi_allreduce keeps mpirun over SSH: under srun --mpi=pmix on the sim its ranks once died in Open MPI's
@@ -27,11 +28,10 @@ from pav.results import TestResult
 from pav.settings import Settings
 from pav.slurm.jobs import Job, minutes_for, write
 
-# Slurm's own checks, run first in this order whenever the launcher is slurm.
-CHECKS = ("slurm_cluster_state", "slurm_cpu_binding", "slurm_gpu_binding", "slurm_shared_fs")
+# Slurm's own checks (the catalog's launcher "slurm"), run first in catalog order whenever the launcher is
+# slurm.
+CHECKS = tuple(spec.name for spec in CATALOG.values() if spec.launcher == "slurm")
 SRUN_MPI_LAUNCHERS = ("nccl_tests",)  # cluster-scope MPI programs srun starts (see the docstring)
-CHECK_ARGS = {"slurm_cpu_binding": "cpu-binding", "slurm_gpu_binding": "gpu-binding",
-              "slurm_shared_fs": "shared-fs"}  # fmt: skip
 
 
 def with_checks(specs: list[TestSpec]) -> list[TestSpec]:
@@ -173,12 +173,12 @@ class _Planner:
         if spec.needs_gpu and any(h.gpus == 0 for h in self.hosts):
             no_gpu = ",".join(h.name for h in self.hosts if not h.gpus)
             return None, TestResult(spec.name, names, "skipped", f"no GPU on {no_gpu}")
-        if spec.name == "slurm_cluster_state":
+        if spec.slurm_check_alone:
             launch = Launch(
                 spec.name, "slurm", "cluster", self.settings.timeout_for(spec.name), members=names
             )
             launch.argv_by_host[self.submit.name] = [
-                PYTHON, "-m", "pav_payload.slurm_check", "cluster-state", "--expect-nodes", str(len(names)),
+                PYTHON, "-m", "pav_payload.slurm_check", spec.slurm_check, "--expect-nodes", str(len(names)),
                 "--out", f"results/{spec.name}", "--test-id", spec.name,
             ]  # fmt: skip
             launch.ranks_by_host[self.submit.name] = 1
@@ -188,14 +188,14 @@ class _Planner:
         gpus = min(h.gpus for h in self.hosts) if spec.needs_gpu else 0
         tasks = gpus or self.settings.cpu_procs_per_host
         cpus = max(1, min(_cpus(h) for h in self.hosts) // tasks)
-        if spec.name == "slurm_shared_fs":
+        if spec.slurm_check_per_node:
             tasks = 1
         out = f"{self.shared_run}/{spec.name}"
         job = Job(
             name=spec.name, test=spec.name, template="check", nodes=len(self.hosts), tasks_per_node=tasks,
             cpus_per_task=cpus, gpus_per_node=gpus, minutes=minutes_for(self.settings.timeout_for(spec.name)),
             workdir=self.shared_run, log=f"{out}/job-%j.out", out=out,
-            extra={"check": CHECK_ARGS[spec.name]},
+            extra={"check": spec.slurm_check},
         )  # fmt: skip
         launch = self._launch(spec, job, tasks * len(self.hosts), self.submit, gather=True)
         launch.members = names
