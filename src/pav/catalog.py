@@ -87,6 +87,8 @@ class TestSpec:
     # One task per node instead of one per GPU (or per pav_cpu_procs_per_host): what it checks is the
     # node's view of the shared folder, not each rank's.
     slurm_check_per_node: bool = False
+    # reporting/compare.py prints its time_us per op and size beside the busbw table (a latency sweep).
+    latency_table: bool = False
 
 
 CATALOG: dict[str, TestSpec] = {
@@ -174,6 +176,7 @@ CATALOG: dict[str, TestSpec] = {
                 "50",
             ),
             min_gpus=2,
+            latency_table=True,
         ),
         TestSpec(
             "gpu_probe",
@@ -329,6 +332,8 @@ CATALOG: dict[str, TestSpec] = {
 # The per-GPU probe: its figures are the per-GPU and per-pair gates' (thresholds/derive.py, relative.py)
 # and the report's GPU grid.
 PROBE = "gpu_probe"
+# What a run tests where pav_tests is not set (settings.py; docs/configuration.md).
+DEFAULT_TESTS = ("torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce", "nccl_tests_all_reduce")
 
 
 # FOR TESTING ONLY (tests/faults): launches that hang until their timeout. Known only with PAV_FAULT_TESTS=1.

@@ -10,13 +10,13 @@ from typing import Any
 
 import yaml
 
+from pav.catalog import DEFAULT_TESTS
 from pav.errors import PavError
 from pav.setting_keys import driver_read, refuse_unknown
 from pav.yamlfile import load_mapping, load_yaml
 
 PLATFORMS = ("hosts", "k8s")
 LAUNCHERS = ("direct", "slurm")
-DEFAULT_TESTS = ["torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce", "nccl_tests_all_reduce"]
 
 
 @dataclass

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pav.reporting.compare import RATIO_FLOOR, cross_check
+from pav.reporting.compare import RATIO_FLOOR, cross_check, render
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200-2gpu-results.json"  # the real 2x H200 run
 GIB8 = 8 * 2**30
@@ -47,3 +47,16 @@ def test_a_run_across_hosts_is_paired_with_nccl_tests_across_the_same_hosts() ->
     one_host = next(r for r in run["cross_check"] if r["op"] == "all_reduce" and r["size_bytes"] == GIB8)
     assert abs(at_8g["ratio"] - round(one_host["ratio"] * 0.5, 3)) <= 0.001
     assert at_8g["low"] and at_8g["ratio"] < RATIO_FLOOR
+
+
+def test_only_the_latency_sweep_prints_its_times() -> None:
+    """scripts/bench-gpu's table: time_us per size of the test the catalog marks a latency sweep
+    (torch_nccl_latency), not of the bandwidth tests that also record it, nor of a test it does not know."""
+    run = real_run()
+    by_name = {t["name"]: t for t in run["tests"]}
+    unknown = copy.deepcopy(by_name["torch_nccl_latency"]) | {"name": "no_such_test"}
+    run["tests"].append(unknown)
+    lines = [line for line in render(run).splitlines() if "latency us" in line]
+    times = by_name["torch_nccl_latency"]["metrics"]["time_us"]["all_reduce"]
+    sizes = sorted(times, key=int)
+    assert lines == ["all_reduce latency us: " + ", ".join(f"{s} B {times[s]:.1f}" for s in sizes)]

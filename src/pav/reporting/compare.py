@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pav.catalog import spec_of
+
 # nccl-tests binary names -> the payload's op names.
 NCCL_TO_PAYLOAD = {
     "all_reduce": "all_reduce",
@@ -87,7 +89,8 @@ def _latency(tests: list[dict[str, Any]], host: str) -> list[str]:
     out = []
     for test in tests:
         times = test.get("metrics", {}).get("time_us", {})
-        if test["name"] == "torch_nccl_latency" and host in test["hosts"]:
+        spec = spec_of(test["name"])  # None: a recorded test this release does not know
+        if spec is not None and spec.latency_table and host in test["hosts"]:
             for op, by_size in times.items():
                 sizes = sorted(by_size, key=int)
                 out.append(f"{op} latency us: " + ", ".join(f"{s} B {by_size[s]:.1f}" for s in sizes))
