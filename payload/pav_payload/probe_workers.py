@@ -33,6 +33,7 @@ from pav_payload.probe import (
 PHASE_TIMEOUT_S = 600.0
 PER_GPU_ALONE = ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps")
 AT_ONCE = {"h2d_gbps": "h2d_all_gbps", "d2h_gbps": "d2h_all_gbps"}
+BROKEN = "BrokenBarrierError"  # how a worker reports that another one aborted, or a phase timed out
 HOST_COPY_ROUNDS = 3  # host copies alone and at once, each GPU's best round kept
 
 
@@ -79,18 +80,31 @@ def measure_per_gpu(
 
 def _gather(workers: list[Any], results: Any) -> dict[int, dict[str, Any]]:
     found: dict[int, dict[str, Any]] = {}
-    while len(found) < len(workers):
+    stopped: list[int] = []  # workers that stopped because another broke the barrier: not the cause
+    while len(found) + len(stopped) < len(workers):
         try:
             position, payload = results.get(timeout=5)
         except queue.Empty:
-            dead = [i for i, w in enumerate(workers) if i not in found and not w.is_alive()]
+            done = set(found) | set(stopped)
+            dead = [i for i, w in enumerate(workers) if i not in done and not w.is_alive()]
             if dead:
                 codes = ", ".join(f"GPU {i} exit {workers[i].exitcode}" for i in dead)
                 raise WorkerFailed(f"the probe's process for {codes} ended without a result") from None
+            if stopped:  # the others gave up on the barrier; the ones still silent never reached it
+                silent = ", ".join(f"GPU {i}" for i in range(len(workers)) if i not in done)
+                raise WorkerFailed(f"{silent}: did not finish a phase in {PHASE_TIMEOUT_S:g} s") from None
             continue
-        if "error" in payload:
-            raise WorkerFailed(f"GPU {position}: {payload['error']}")
-        found[position] = payload
+        error = str(payload.get("error", ""))
+        if error.startswith(BROKEN):
+            stopped.append(position)
+        elif error:
+            raise WorkerFailed(f"GPU {position}: {error}")
+        else:
+            found[position] = payload
+    if stopped:
+        raise WorkerFailed(
+            f"the probe's processes for GPU {', '.join(map(str, sorted(stopped)))} stopped waiting"
+        )
     return found
 
 
