@@ -20,6 +20,7 @@ from pav.thresholds.derive import (
     NotApplicable,
     derive_fabric,
     derive_host,
+    probe_gates,
 )
 from pav.thresholds.hardware import HostHardware, given_gpus, read_hardware
 from pav.thresholds.relative import relative_gates
@@ -51,7 +52,7 @@ def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profil
         if test.name == PROBE and hw is not None:
             # The probe says which GPUs its host was given and keys its figures by them (given_gpus).
             hw = given_gpus(hw, test.metrics)
-            _judge(test, [d for d in derive_host(hw) if d.test == PROBE], hw)
+            _judge(test, probe_gates(hw), hw)
             continue
         found = _derived_for(test, hardware, derivation.per_host)
         if found or test.name == PROBE:

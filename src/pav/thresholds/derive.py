@@ -127,10 +127,15 @@ def derive_host(hw: HostHardware) -> list[Derived]:
     """The absolute gates (or what is missing for them) of every host-scope GPU test on this host."""
     if not hw.gpus:
         return []
-    out = [*_per_gpu(hw), *_pairs(hw)]
+    out = probe_gates(hw)
     if len(hw.gpus) >= 2:
         out += _collectives(hw)
     return out
+
+
+def probe_gates(hw: HostHardware) -> list[Derived]:
+    """gpu_probe's absolute gates: per GPU and per ordered pair, keyed as the probe keys its figures."""
+    return [*_per_gpu(hw), *_pairs(hw)]
 
 
 def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
