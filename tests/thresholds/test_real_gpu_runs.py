@@ -42,6 +42,7 @@ class Run:
 
 X4_GPU0 = "GPU 0 (00000000:00:06.0, GPU-a9ddd7a0-abad-6e30-4fc3-07bca42e399c)"
 X2_GPU0 = "GPU 0 (00000000:00:06.0, GPU-6daf72bb-bc12-7d7b-83b8-94f910198b52)"
+X2B_GPU1 = "GPU 1 (00000000:00:07.0, GPU-2c8f244f-97f3-52e5-29b6-afd1a36c78db)"
 X4_BUS = "host: busbw_gbps.all_reduce.8589934592 "  # the host's collectives, named by torch_nccl_allreduce
 NCCL_X4 = ("torch_nccl_allreduce", "nccl_tests_all_reduce")
 CALIBRATION = (
@@ -60,6 +61,10 @@ CALIBRATION = (
     Run("h100x4-few-channels", "FAIL", X4_BUS, NCCL_X4),
     Run("h100x2-healthy", "PASS"),
     Run("h100x2-gpu-busy", "FAIL", f"{X2_GPU0}: gemm_bf16_tflops.0 ", ("gpu_probe", *NCCL_X4)),
+    # Another 2x H100 machine (session 18): healthy, as an own inventory, and GEMMs on its last GPU.
+    Run("h100x2b-healthy", "PASS"),
+    Run("h100x2b-inventory", "PASS"),
+    Run("h100x2b-gpu-busy-gpu1", "FAIL", f"{X2B_GPU1}: gemm_bf16_tflops.1 ", ("gpu_probe", *NCCL_X4)),
     Run("h100x4-split-nvlink", "PASS"),  # two nodes of 2 GPUs, NVLink between them
     Run(
         "h100x4-split-socket",
