@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pav import interrupts, paths
+from pav import interrupts, paths, task_diffs
 from pav.errors import PavError
 from pav.progress import Progress
-from pav.reporting import diffs
 from pav.tools import require_tool
 
 # Host facts roles set for the driver (each role's "Record ..." task).
@@ -199,7 +198,7 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
         outcome.ok.setdefault(label, set()).add(host)
     if name == "runner_on_ok" and res.get("changed"):
         outcome.changes.setdefault(host, []).append(label)
-        if (diff := diffs.unified(label, res)) is not None:
+        if (diff := task_diffs.unified(label, res)) is not None:
             outcome.diffs.setdefault(host, []).append(diff)
     if name in FINISHED and isinstance(data.get("duration"), int | float):
         outcome.durations.setdefault(label, []).append(float(data["duration"]))

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pav import catalog, interrupts, module_python, plan, rundir, torch_python
+from pav import catalog, interrupts, module_python, rundir, torch_python
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
@@ -197,24 +197,16 @@ def check_names(settings: Settings, env: EnvSpec, from_cli: bool) -> None:
 
 
 def run(argv: list[str]) -> int:
-    from pav import pipeline, platform
+    from pav import pipeline
 
     args = build_parser().parse_args(argv)
     ctx = make_context(args)
-    if ctx.options.dry_run and ctx.settings.platform == "k8s":
-        from pav.k8s import dry_run as k8s
-
-        return k8s.dry_run(ctx)
+    platform = pipeline.platform_for(ctx)
     if ctx.options.dry_run:
-        if ctx.env.hosts_file is not None:
-            from pav.inventory import resolve_hosts
-
-            ctx.hosts = resolve_hosts(ctx.env.hosts_file)
-        print(plan.render(ctx), end="")
-        return 0
+        return platform.dry_run(ctx)
     rundir.prepare(ctx.run_dir)
     print(f"run dir: {ctx.run_dir}", flush=True)
-    code = pipeline.execute(ctx, platform.for_run(ctx))
+    code = pipeline.execute(ctx, platform)
     summary = (ctx.run_dir / "summary.txt").read_text()
     # The error line goes to stderr below, once; summary.txt keeps it for whoever reads the file.
     print("".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: ")), end="")

@@ -8,13 +8,22 @@ from collections.abc import Callable
 from pav import interrupts
 from pav.context import RunContext
 from pav.errors import Interrupted, PavError
-from pav.platform import Platform, StageFn
+from pav.platform import Platform, StageFn, hosts
 from pav.results import utc_now
 from pav.secrets import scrub
 from pav.stages import report
 
 # Stages a signal stops; collect, report and teardown still run after it.
 RUN_STAGES = ("provision", "configure", "validate")
+
+
+def platform_for(ctx: RunContext) -> Platform:
+    """The platform the run's settings name; k8s's stages load only for a k8s run."""
+    if ctx.settings.platform == "k8s":
+        from pav.k8s.platform import k8s
+
+        return k8s()
+    return hosts()
 
 
 def execute(ctx: RunContext, platform: Platform) -> int:

@@ -1,7 +1,9 @@
-"""Where a run's tests execute: each platform gives the one pipeline (pav.pipeline) its stage functions.
+"""Where a run's tests execute: each platform gives the one pipeline (pav.pipeline) its stage functions, and
+says what --dry-run prints.
 
 `hosts`: Ansible over SSH (or the local connection), torchrun/mpirun/nccl-tests on each host.
-`k8s`: PyTorchJob/MPIJob on a Kubernetes cluster (pav.k8s.platform).
+`k8s`: PyTorchJob/MPIJob on a Kubernetes cluster (pav.k8s.platform, which builds on this module; the run's
+choice between the two is pav.pipeline.platform_for, above both).
 """
 
 from __future__ import annotations
@@ -9,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from pav import plan
 from pav.context import RunContext
+from pav.inventory import resolve_hosts
 
 StageFn = Callable[[RunContext], str]
 Hook = Callable[[RunContext], None]
+DryRun = Callable[[RunContext], int]  # prints the plan, changes nothing outside the run dir; the exit code
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,7 @@ class Platform:
     # after a run stage, whether or not --stages asked for it (hosts resolve the inventory after provision)
     after: Mapping[str, Hook] = field(default_factory=dict)
     finish: Hook | None = None  # after the last report write (close connections); then the pipeline scrubs
+    dry_run: DryRun = field(kw_only=True)  # --dry-run: instead of the stages
 
 
 def hosts() -> Platform:
@@ -41,12 +47,12 @@ def hosts() -> Platform:
         "collect": collect.run, "isolate": isolate.run, "teardown": teardown.run,
     }  # fmt: skip
     after = {"provision": provision.resolve, "configure": facts_without_configure}
-    return Platform("hosts", stages, after, finish)
+    return Platform("hosts", stages, after, finish, dry_run=print_plan)
 
 
-def for_run(ctx: RunContext) -> Platform:
-    if ctx.settings.platform == "k8s":
-        from pav.k8s.platform import k8s
-
-        return k8s()
-    return hosts()
+def print_plan(ctx: RunContext) -> int:
+    """The hosts platform's dry run: the plan of stages, hosts (a static inventory's, read) and tests."""
+    if ctx.env.hosts_file is not None:
+        ctx.hosts = resolve_hosts(ctx.env.hosts_file)
+    print(plan.render(ctx), end="")
+    return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pav.errors import PavError
+from pav.nccl_ops import KNOWN_OPS
 from pav.nccl_tests.parse import Device, op_from_name, parse_json, parse_json_text, parse_text, read_log
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -221,6 +222,11 @@ def test_lines_after_the_trailer_are_not_rows() -> None:
 )
 def test_op_from_name(name: str, op: str | None) -> None:
     assert op_from_name(name) == op
+
+
+def test_every_collective_a_profile_may_gate_is_named_by_its_binary() -> None:
+    """nccl_ops' order matters: reduce must not win over all_reduce, nor scatter over reduce_scatter."""
+    assert {op: op_from_name(f"nccl_{op}_perf_mpi") for op in KNOWN_OPS} == {op: op for op in KNOWN_OPS}
 
 
 def test_unreadable_file_is_a_pav_error(tmp_path: Path) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from pav import task_diffs
 from pav.progress import Progress
-from pav.reporting import diffs, html
+from pav.reporting import html
 from pav.reporting.changes import by_role
 from pav.reporting.summary import render
 from pav.results import HostRecord, RunResults
@@ -80,13 +81,13 @@ FOLDER = {
 
 
 def test_task_diffs_read_as_unified_diffs_in_the_report(tmp_path: Path) -> None:
-    limits = diffs.unified("host_tuning : Write the limits.d file", LIMITS)
+    limits = task_diffs.unified("host_tuning : Write the limits.d file", LIMITS)
     assert limits is not None and limits["path"] == "/etc/security/limits.d/90-pav-gpu.conf"
     assert "+*  soft  memlock  unlimited" in limits["text"].splitlines()
     assert limits["text"].startswith("--- /etc/security/limits.d/90-pav-gpu.conf (before)")
-    folder = diffs.unified("nccl_env : Create the env file's folder", FOLDER)
+    folder = task_diffs.unified("nccl_env : Create the env file's folder", FOLDER)
     assert folder is not None and folder["text"] == "/etc/pav: state: absent -> directory\n"
-    assert diffs.unified("x", {"changed": True}) is None
+    assert task_diffs.unified("x", {"changed": True}) is None
     results = RunResults("r", "custom", "hosts.yml", str(tmp_path))
     results.hosts = {"h0": HostRecord("h0", status="ok", changes=CHANGED[:1], diffs=[limits])}
     page = html.render(results.to_dict(), tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pav.k8s import stages
+from pav.k8s.dry_run import dry_run
 from pav.platform import Platform
 
 
@@ -16,4 +17,5 @@ def k8s() -> Platform:
             "collect": stages.collect_stage,
             "teardown": stages.teardown_stage,
         },
+        dry_run=dry_run,
     )

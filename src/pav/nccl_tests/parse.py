@@ -14,21 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pav.errors import PavError
-
-# nccl-tests' binaries, <op>_perf; the longest names come first so all_reduce wins over reduce.
-KNOWN_OPS = (
-    "reduce_scatter",
-    "all_reduce",
-    "all_gather",
-    "alltoallv",
-    "hypercube",
-    "broadcast",
-    "alltoall",
-    "sendrecv",
-    "scatter",
-    "gather",
-    "reduce",
-)
+from pav.nccl_ops import KNOWN_OPS
 
 # mpirun --tag-output prefixes every line with [job,rank]<stdout>:.
 _TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")

@@ -10,7 +10,7 @@ from typing import Any
 
 from pav import paths
 from pav.errors import PavError
-from pav.nccl_tests.parse import KNOWN_OPS
+from pav.nccl_ops import KNOWN_OPS
 from pav.thresholds.gate import Gate
 from pav.units import parse_size
 from pav.yamlfile import load_mapping

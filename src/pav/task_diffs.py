@@ -1,5 +1,8 @@
 """What a task changed in a file, as a unified diff: Ansible's task diffs (before/after) made readable, for
-results.json's hosts.*.diffs and report.html (tuning's diff, applied or only proposed in check mode)."""
+results.json's hosts.*.diffs and report.html (tuning's diff, applied or only proposed in check mode).
+
+Ansible's side of the run (ansible_exec reads them from runner's events), not reporting's: reporting.timings
+reads ansible_exec's outcomes, and the two packages must not import each other."""
 
 from __future__ import annotations
 
