@@ -9,7 +9,7 @@ in the shipped envs). Ansible reads every file of the folder either way.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,8 @@ WHO = {
 class GroupVars:
     """Every key of the group's files by reader (setting_keys.reader), and the file each came from."""
 
-    by_reader: dict[str, dict[str, Any]] = field(default_factory=dict)
-    origins: dict[str, str] = field(default_factory=dict)
+    by_reader: dict[str, dict[str, Any]]
+    origins: dict[str, str]
 
     def of(self, who: str) -> dict[str, Any]:
         return self.by_reader.get(who, {})
@@ -72,7 +72,8 @@ def read_group_vars(inventory_dir: Path) -> GroupVars:
     folder = inventory_dir / "group_vars" / "all"
     if folder.is_dir():
         _refuse_beside(folder)
-    found = GroupVars()
+    by_reader: dict[str, dict[str, Any]] = {}
+    origins: dict[str, str] = {}
     for file in group_vars_files(inventory_dir):
         data = _read(file, driver_file=file.parent == folder and file.name in DRIVER_FILES.values())
         refuse_unknown(data, str(file))
@@ -80,9 +81,9 @@ def read_group_vars(inventory_dir: Path) -> GroupVars:
             who = reader(key)
             if folder.is_dir():
                 _check_place(file, folder, key, who)
-            found.by_reader.setdefault(who, {})[key] = value
-            found.origins[key] = str(file)
-    return found
+            by_reader.setdefault(who, {})[key] = value
+            origins[key] = str(file)
+    return GroupVars(by_reader, origins)
 
 
 def _refuse_beside(folder: Path) -> None:
