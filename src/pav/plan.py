@@ -7,7 +7,6 @@ from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.provisioning.declared import declared_resources
 from pav.provisioning.terraform_env import TerraformEnv
-from pav.settings import settings_file
 from pav.slurm.plan import with_checks
 from pav.thresholds.profiles import planned_profile
 from pav.yamlfile import load_mapping
@@ -79,7 +78,7 @@ TUNING_FILES = {
 
 def tuning_files(ctx: RunContext) -> list[str]:
     """What tuning changes on a host: its files, and /etc/fstab for the /dev/shm size."""
-    chosen = load_mapping(path) if (path := settings_file(ctx.env.inventory_dir)) else {}
+    chosen = ctx.settings.role_vars  # the env's files, then -e
     defaults = {
         role: load_mapping(paths.ROLES / role / "defaults" / "main.yml")
         for role in set(TUNING_FILES.values())

@@ -3,11 +3,11 @@ one place, so that a misspelt key stops the run, naming the nearest known one, i
 
 The families:
 
-- the driver's settings: the fields of `pav.settings.Settings`, each read as `pav_<field>`;
+- the driver's settings: the fields of `pav.driver_settings.Settings`, each read as `pav_<field>`;
 - the Ansible side's `pav_*` keys: those only playbooks read, which an env or -e sets (`ANSIBLE_KEYS`); those
   the driver passes to the playbooks itself on each run (`RUN_VARS`); the host variables of the inventories
   it writes for hosts it created (`HOST_VARS`);
-- the Kubernetes job settings: the `k8s_*` keys of templates/k8s/defaults.yml (`pav.k8s.config`).
+- the Kubernetes job settings: the `k8s_*` keys of templates/k8s/defaults.yml (`pav.k8s_settings`).
 
 Other keys (ansible_*, role variables such as nccl_env_fabric or torch_payload_python) are Ansible's and the
 roles' own: each role checks its variables against its meta/argument_specs.yml.
@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
-from functools import cache
 from typing import Any
 
 from pav import paths
+from pav.driver_settings import PREFIX as DRIVER_PREFIX
+from pav.driver_settings import key_fields
 from pav.errors import PavError
+from pav.k8s_settings import K8S_DEFAULTS, defaults_file
+from pav.k8s_settings import PREFIX as K8S_PREFIX
 
-PREFIXES = ("pav_", "k8s_")
-K8S_DEFAULTS = paths.ROOT / "templates" / "k8s" / "defaults.yml"
+PREFIXES = (DRIVER_PREFIX, K8S_PREFIX)
 
 # pav_* keys only the playbooks read: an env's group_vars or -e sets them (docs/configuration.md).
 ANSIBLE_KEYS = {
@@ -64,16 +65,11 @@ HOST_VARS = {
 
 
 def driver_keys() -> frozenset[str]:
-    from pav.settings import Settings  # settings.py checks its files with this module
-
-    return frozenset(f"pav_{f.name}" for f in fields(Settings))
+    return frozenset(f"{DRIVER_PREFIX}{f.name}" for f in key_fields())
 
 
-@cache
 def k8s_keys() -> frozenset[str]:
-    from pav.yamlfile import load_mapping
-
-    return frozenset(load_mapping(K8S_DEFAULTS))
+    return frozenset(defaults_file())
 
 
 def known_keys() -> frozenset[str]:
@@ -81,9 +77,12 @@ def known_keys() -> frozenset[str]:
     return driver_keys() | ANSIBLE_KEYS.keys() | RUN_VARS.keys() | HOST_VARS.keys() | k8s_keys()
 
 
-def driver_read(key: str) -> bool:
-    """A key the driver reads from the env's settings file (not the playbooks): a driver or k8s setting."""
-    return key in driver_keys() or key in k8s_keys()
+def reader(key: str) -> str:
+    """Who reads a key: "pav" (the driver's settings), "k8s" (the job settings) or "roles" (Ansible: role
+    variables, ansible_*, the playbooks' pav_* keys). The key's file in group_vars/all/ is READER.yml."""
+    if key in driver_keys():
+        return "pav"
+    return "k8s" if key in k8s_keys() else "roles"
 
 
 def nearest(key: str, known: Iterable[str]) -> str | None:
@@ -99,7 +98,7 @@ def unknown_key(source: str, key: str, known: Iterable[str]) -> PavError:
     guess = nearest(key, known)
     if guess:
         return PavError(f"{source}: unknown setting {key}; did you mean {guess}?")
-    listed = K8S_DEFAULTS.relative_to(paths.ROOT) if key.startswith("k8s_") else "docs/configuration.md"
+    listed = K8S_DEFAULTS.relative_to(paths.ROOT) if key.startswith(K8S_PREFIX) else "docs/configuration.md"
     return PavError(f"{source}: unknown setting {key}; the {key[:4]}* keys are listed in {listed}")
 
 

@@ -25,7 +25,7 @@ def limited(configured: Configured, sandbox: Sandbox, name: str, limit_s: int) -
     """An inventory of hosts 0 and 1 whose group_vars give fault_hang that limit."""
     inventory = sandbox.base / name
     shutil.copytree(configured.inventory(0, 1).parent, inventory)
-    group_vars = inventory / "group_vars" / "all.yml"
+    group_vars = inventory / "group_vars" / "all" / "pav.yml"
     group_vars.write_text(group_vars.read_text() + f"\npav_test_timeouts_s:\n  fault_hang: {limit_s}\n")
     return inventory / "hosts.yml"
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # hundreds of generated inputs through the real C
 
 BASES = {
     "inventory": "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n",
-    "group_vars": (ROOT / "inventories" / "sim" / "group_vars" / "all.yml").read_text(),
+    "group_vars": (ROOT / "inventories" / "sim" / "group_vars" / "all" / "pav.yml").read_text(),
     "tfvars": (ROOT / "inventories" / "nebius-eu" / "terraform.yml.example").read_text(),
 }
 SETTINGS = [
@@ -111,11 +111,11 @@ def place(base: Path, target: str, content: bytes) -> tuple[list[str], Path, dic
         path = base / "terraform.yml"
         path.write_bytes(content)
         return ["--env", "nebius-eu"], path, env | {"PAV_TFVARS": str(path)}
-    if target == "group_vars":  # the sim env, with its group_vars replaced
-        path = base / "inventories" / "sim" / "group_vars" / "all.yml"
-        path.parent.mkdir(parents=True)
+    if target == "group_vars":  # the sim env, with the driver's file of its group_vars replaced
+        sim = base / "inventories" / "sim"
+        shutil.copytree(ROOT / "inventories" / "sim", sim)
+        path = sim / "group_vars" / "all" / "pav.yml"
         path.write_bytes(content)
-        shutil.copy(ROOT / "inventories" / "sim" / "provision.yml", path.parent.parent)
         return ["--env", "sim"], path, env
     path = base / "hosts.yml"
     path.write_bytes(content)

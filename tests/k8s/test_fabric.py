@@ -15,6 +15,7 @@ import yaml
 from pav import paths
 from pav.errors import PavError
 from pav.k8s.fabric import ROLE_DEFAULTS, fabric_env
+from pav.settings import load_settings
 
 ENV = paths.INVENTORIES / "nebius-eu-k8s"
 
@@ -50,9 +51,9 @@ def derive_with_ansible(group_vars: Path, tmp_path: Path) -> dict[str, str]:
 
 
 def test_pods_get_what_nccl_env_derives_on_hosts(tmp_path: Path) -> None:
-    group_vars = ENV / "group_vars" / "all.yml"
+    group_vars = ENV / "group_vars" / "all" / "roles.yml"
     derived = derive_with_ansible(group_vars, tmp_path)
-    assert fabric_env(ENV) == derived
+    assert fabric_env(load_settings(ENV)) == derived
     assert derived["NCCL_IB_DISABLE"] == "0" and derived["NCCL_COLLNET_ENABLE"] == "0"
 
 
@@ -60,14 +61,14 @@ def test_run_tests_environment_reaches_the_pods_too(tmp_path: Path) -> None:
     """NCCL_NVLS_ENABLE and friends: what an env puts on every launch on hosts, pods get as well."""
     inventory = tmp_path / "env"
     (inventory / "group_vars").mkdir(parents=True)
-    data = yaml.safe_load((ENV / "group_vars" / "all.yml").read_text())
+    data = yaml.safe_load((ENV / "group_vars" / "all" / "roles.yml").read_text())
     data["run_tests_environment"] = {"NCCL_NVLS_ENABLE": "0"}
     (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump(data))
-    assert fabric_env(inventory)["NCCL_NVLS_ENABLE"] == "0"
+    assert fabric_env(load_settings(inventory))["NCCL_NVLS_ENABLE"] == "0"
 
 
 def test_infiniband_without_hcas_is_refused(tmp_path: Path) -> None:
     (tmp_path / "group_vars").mkdir()
     (tmp_path / "group_vars" / "all.yml").write_text("nccl_env_fabric: infiniband\n")
     with pytest.raises(PavError, match="nccl_env_ib_hca is empty"):
-        fabric_env(tmp_path)
+        fabric_env(load_settings(tmp_path))

@@ -21,6 +21,7 @@ from pav.k8s import jobs, render
 from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.launches import Launch
+from pav.settings import load_settings
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 
@@ -70,7 +71,12 @@ def test_the_pod_script_runs_and_its_log_gives_back_judged_results(tmp_path: Pat
 def _job_fields() -> dict[str, object]:
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     (planned,) = render.plan_jobs(
-        ["torch_nccl_allreduce"], load_config(inventory), fabric_env(inventory), 1, "r1", lambda _: 60
+        ["torch_nccl_allreduce"],
+        load_config(inventory),
+        fabric_env(load_settings(inventory)),
+        1,
+        "r1",
+        lambda _: 60,
     )
     return {k: getattr(planned, k) for k in planned.__dataclass_fields__}
 
@@ -117,7 +123,7 @@ def test_mpijob_launch_names_the_nccl_tests_binary(tmp_path: Path) -> None:
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     cluster, host = render.plan_jobs(
         ["nccl_tests_all_reduce_multi", "nccl_tests_all_reduce"],
-        load_config(inventory), fabric_env(inventory), 2, "r1", lambda _: 60,
+        load_config(inventory), fabric_env(load_settings(inventory)), 2, "r1", lambda _: 60,
     )  # fmt: skip
     assert "-np 16 " in cluster.script and "-x NCCL_IB_HCA" in cluster.script
     assert cluster.env["NCCL_ALGO"] == "Ring"  # the catalog's env for the test comes along
@@ -145,7 +151,12 @@ def test_cpu_tests_are_refused_on_k8s() -> None:
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     with pytest.raises(PavError, match="take it out of pav_tests"):
         render.plan_jobs(
-            ["torch_gloo_allreduce"], load_config(inventory), fabric_env(inventory), 2, "r1", lambda _: 60
+            ["torch_gloo_allreduce"],
+            load_config(inventory),
+            fabric_env(load_settings(inventory)),
+            2,
+            "r1",
+            lambda _: 60,
         )
 
 
@@ -154,7 +165,12 @@ def test_an_mpijob_whose_worker_failed_before_the_launcher_ends_at_once() -> Non
     deadline would hang the run for the whole test timeout."""
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     (job,) = render.plan_jobs(
-        ["nccl_tests_all_reduce"], load_config(inventory), fabric_env(inventory), 2, "r1", lambda _: 600
+        ["nccl_tests_all_reduce"],
+        load_config(inventory),
+        fabric_env(load_settings(inventory)),
+        2,
+        "r1",
+        lambda _: 600,
     )
     failed = jobs.PodState(f"{job.name}-worker-1", "worker", "Failed", "Error")
     running = jobs.PodState(f"{job.name}-worker-0", "worker", "Running")

@@ -19,6 +19,7 @@ from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.results import HostRecord
+from pav.settings import load_settings
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.k8s.apiserver import ApiServer
@@ -49,7 +50,12 @@ def install_pytorchjob_crd(api: ApiServer) -> None:
 def cpu_job(test: str, workers: int) -> render.Job:
     """A job as plan_jobs makes it for the env, but running a CPU test's script (one process per pod)."""
     (planned,) = render.plan_jobs(
-        ["torch_nccl_allreduce"], load_config(INVENTORY), fabric_env(INVENTORY), workers, "r1", lambda _: 120
+        ["torch_nccl_allreduce"],
+        load_config(INVENTORY),
+        fabric_env(load_settings(INVENTORY)),
+        workers,
+        "r1",
+        lambda _: 120,
     )
     spec = catalog.CATALOG[test]
     return dataclasses.replace(

@@ -18,10 +18,11 @@ import yaml
 from pav import cli, paths
 from pav.errors import PavError
 from pav.k8s import render
-from pav.k8s.config import TEMPLATES, load_config
+from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.policy import check_manifest, problems
-from pav.settings import settings_from
+from pav.k8s_settings import TEMPLATES
+from pav.settings import load_settings, settings_from
 
 ENV = "nebius-eu-k8s"
 K8S_VERSION = "1.31.0"  # the cluster version the Terraform module defaults to
@@ -86,7 +87,7 @@ def pod_templates(job: dict[str, Any]) -> list[dict[str, Any]]:
 def test_dry_run_writes_every_job(dry_run: dict[str, dict[str, Any]]) -> None:
     """The 2-node dry run plans the VM env's GPU tests, training included, and every nccl-tests op; every
     PyTorchJob has the Master the operator needs to set a rendezvous up (and one Worker per other node)."""
-    settings = yaml.safe_load((paths.INVENTORIES / ENV / "group_vars" / "all.yml").read_text())
+    settings = yaml.safe_load((paths.INVENTORIES / ENV / "group_vars" / "all" / "pav.yml").read_text())
     by_test = {m["metadata"]["labels"]["pav-test"]: m for m in dry_run.values() if m["kind"] != "ConfigMap"}
     assert sorted(by_test) == sorted(settings["pav_tests"])
     ops = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast"}
@@ -182,7 +183,9 @@ def test_a_template_that_drops_a_seed_habit_is_refused(
     (edited / template).write_text(call.sub("", text))
     monkeypatch.setattr(render, "TEMPLATES", edited)
     inventory = paths.INVENTORIES / ENV
-    jobs = render.plan_jobs(TESTS, load_config(inventory), fabric_env(inventory), 2, "r1", lambda _: 600)
+    jobs = render.plan_jobs(
+        TESTS, load_config(inventory), fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600
+    )
     with pytest.raises(PavError, match=message):
         render.render(jobs, "pav")
 
@@ -227,9 +230,9 @@ def test_an_rdma_fabric_without_rdma_devices_in_the_pods_is_refused() -> None:
     inventory = paths.INVENTORIES / ENV
     config = dataclasses.replace(load_config(inventory), privileged=False)
     with pytest.raises(PavError, match="k8s_rdma_resource"):
-        render.plan_jobs(TESTS, config, fabric_env(inventory), 2, "r1", lambda _: 600)
-    config.rdma_resource = "rdma/rdma_shared_device_a"
-    (job, _) = render.plan_jobs(TESTS, config, fabric_env(inventory), 2, "r1", lambda _: 600)
+        render.plan_jobs(TESTS, config, fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600)
+    config = dataclasses.replace(config, rdma_resource="rdma/rdma_shared_device_a")
+    (job, _) = render.plan_jobs(TESTS, config, fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600)
     assert job.rdma_resource == "rdma/rdma_shared_device_a"
 
 
@@ -238,6 +241,6 @@ def test_a_tests_own_timeout_reaches_its_job() -> None:
     settings = settings_from({"pav_test_timeout_s": 600, "pav_test_timeouts_s": {TESTS[0]: 90}}, "gv")
     inventory = paths.INVENTORIES / ENV
     jobs = render.plan_jobs(
-        TESTS, load_config(inventory), fabric_env(inventory), 2, "r1", settings.timeout_for
+        TESTS, load_config(inventory), fabric_env(load_settings(inventory)), 2, "r1", settings.timeout_for
     )
     assert {j.test: j.timeout_s for j in jobs} == {TESTS[0]: 90} | {t: 600 for t in TESTS[1:]}

@@ -7,37 +7,35 @@ both give the same environment, so the two cannot drift apart.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pav import paths
 from pav.errors import PavError
-from pav.settings import settings_file
+from pav.settings import Settings
 from pav.yamlfile import load_mapping
 
 ROLE_DEFAULTS = paths.ROLES / "nccl_env" / "defaults" / "main.yml"
 
 
-def role_variables(inventory_dir: Path) -> dict[str, Any]:
-    """nccl_env_* and run_tests_environment as Ansible would see them for this env (defaults < group_vars)."""
+def role_variables(settings: Settings) -> dict[str, Any]:
+    """nccl_env_* and run_tests_environment as Ansible sees them for this env (defaults < group_vars < -e)."""
     values = load_mapping(ROLE_DEFAULTS)
-    path = settings_file(inventory_dir)
-    env = load_mapping(path) if path else {}
+    env = settings.role_vars
     values.update({k: v for k, v in env.items() if k.startswith("nccl_env_")})
     values["run_tests_environment"] = env.get("run_tests_environment") or {}
     return values
 
 
-def fabric_env(inventory_dir: Path) -> dict[str, str]:
+def fabric_env(settings: Settings) -> dict[str, str]:
     """What every GPU container gets: the derived NCCL/UCX variables, then the env's launch extras."""
-    v = role_variables(inventory_dir)
+    v = role_variables(settings)
     rdma = v["nccl_env_fabric"] in ("infiniband", "roce")
     hcas = str(v["nccl_env_ib_hca"])
     if rdma and not hcas:
+        where = settings.origins.get("nccl_env_fabric", "the nccl_env role's defaults")
         raise PavError(
-            f"{settings_file(inventory_dir) or inventory_dir}: nccl_env_fabric is {v['nccl_env_fabric']} but "
-            "nccl_env_ib_hca is empty; pods have no preflight to find the HCAs, so list them "
-            "(e.g. mlx5_0:1,...,mlx5_7:1)"
+            f"{where}: nccl_env_fabric is {v['nccl_env_fabric']} but nccl_env_ib_hca is empty; pods have no "
+            "preflight to find the HCAs, so list them (e.g. mlx5_0:1,...,mlx5_7:1)"
         )
     collnet = bool(v["nccl_env_collnet_enable"])
     base = {

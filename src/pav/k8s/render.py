@@ -15,9 +15,9 @@ import yaml
 from pav import catalog, paths
 from pav.catalog import TestSpec
 from pav.errors import PavError
-from pav.k8s.config import TEMPLATES, K8sConfig
 from pav.k8s.kinds import job_kind
 from pav.k8s.policy import check_manifest
+from pav.k8s_settings import TEMPLATES, K8sSettings
 
 PAYLOAD_CONFIGMAP = "pav-payload"
 RESULTS = "/tmp/pav-results"
@@ -91,7 +91,7 @@ def job_labels(run_id: str, test: str) -> dict[str, str]:
 
 def plan_jobs(
     tests: list[str],
-    config: K8sConfig,
+    config: K8sSettings,
     env: dict[str, str],
     workers: int,
     run_id: str,
@@ -139,7 +139,7 @@ def plan_jobs(
     return jobs
 
 
-def _require_rdma_devices(config: K8sConfig, env: dict[str, str]) -> None:
+def _require_rdma_devices(config: K8sSettings, env: dict[str, str]) -> None:
     """An RDMA fabric with pods that cannot open /dev/infiniband: NCCL would quietly fall back to TCP sockets
     and the bandwidth gates would blame the fabric."""
     if env.get("NCCL_IB_DISABLE") == "0" and not config.privileged and not config.rdma_resource:
@@ -199,7 +199,7 @@ RSH_ARGS = f"-o ConnectionAttempts=10 -o StrictHostKeyChecking=yes -o UserKnownH
 PIN_HOST_KEY = f'echo "* $(cat {SSH_DIR}/id_rsa.pub)" > {KNOWN_HOSTS}'
 
 
-def _mpi_script(spec: TestSpec, config: K8sConfig, env: dict[str, str], workers: int, gpus: int) -> str:
+def _mpi_script(spec: TestSpec, config: K8sSettings, env: dict[str, str], workers: int, gpus: int) -> str:
     binary = f"{config.nccl_tests_dir.rstrip('/')}/{spec.args[0]}"
     # PATH and LD_LIBRARY_PATH: the ranks on the workers find the image's CUDA, NCCL and MPI libraries.
     exports = " ".join(f"-x {name}" for name in ["PATH", "LD_LIBRARY_PATH", *sorted(env)])

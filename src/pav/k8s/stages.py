@@ -8,7 +8,6 @@ from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
 from pav.k8s import jobs, provision, render
-from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.policy import check_manifest
@@ -21,8 +20,8 @@ def workers(ctx: RunContext) -> int:
 
 
 def manifests(ctx: RunContext) -> tuple[list[render.Job], list[render.Manifest]]:
-    config = load_config(ctx.env.inventory_dir)
-    env = fabric_env(ctx.env.inventory_dir)
+    config = ctx.settings.k8s
+    env = fabric_env(ctx.settings)
     planned = render.plan_jobs(
         ctx.settings.tests, config, env, workers(ctx), ctx.results.run_id, ctx.settings.timeout_for
     )
@@ -34,7 +33,7 @@ def kubectl(ctx: RunContext) -> Kubectl:
     path = provision.kubeconfig_path(ctx.env)
     if not path.is_file():
         raise PavError(f"no kubeconfig at {path}: run the provision stage, or set KUBECONFIG")
-    return Kubectl(path, load_config(ctx.env.inventory_dir).namespace)
+    return Kubectl(path, ctx.settings.k8s.namespace)
 
 
 def provision_stage(ctx: RunContext) -> str:
@@ -49,7 +48,7 @@ def provision_stage(ctx: RunContext) -> str:
 def configure_stage(ctx: RunContext) -> str:
     """roles/training_operator on the controller: the pinned operators, and a check that GPUs are there."""
     kube = kubectl(ctx)
-    config = load_config(ctx.env.inventory_dir)
+    config = ctx.settings.k8s
     inventory = ctx.run_dir / "inventory" / "k8s.yml"
     inventory.parent.mkdir(parents=True, exist_ok=True)
     # The controller's own Python runs the modules: interpreter discovery may find none that works.
