@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pav.reporting import bad_parts, causes, gpu_grid, plots
+from pav.reporting import bad_parts, causes, gpu_grid, history, plots
 from pav.reporting.changes import tuning_line
 from pav.units import size_label
 
@@ -68,6 +68,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "training": plots.training_figures(results),
         "training_rows": plots.training_rows(results),
         "history": results.get("history") or {},
+        "history_note": history.too_few(results.get("history") or {}),
         "facts": [facts_row(name, h) for name, h in (results.get("hosts") or {}).items()],
         "timing": results.get("timing") or {},
     }

@@ -3,7 +3,7 @@ line each), the tables and every full reason below, and ends with the verdict ag
 
 from __future__ import annotations
 
-from pav.reporting import bad_parts
+from pav.reporting import bad_parts, history
 from pav.reporting.changes import still_changed, tuning_line
 from pav.results import RunResults, count_statuses
 
@@ -83,15 +83,19 @@ SHOWN_DROPS = 5
 
 
 def _drops(results: RunResults) -> list[str]:
-    """Metrics that fell against the env's earlier runs (report.html lists them all)."""
+    """Metrics that fell against the earlier runs of the same key (report.html lists them all), or why
+    none can be flagged yet."""
     hist = results.history
     dropped = [m for m in hist.get("metrics", []) if m.get("flagged")]
     if not dropped:
-        return []
-    lines = [f"history: {len(dropped)} metric(s) dropped against earlier runs of env {hist.get('env')}"]
+        return [f"history: {few}"] if (few := history.too_few(hist)) else []
+    key = hist.get("key", hist.get("env"))
+    lines = [f"history: {len(dropped)} metric(s) dropped against earlier runs of {key}"]
     for m in dropped[:SHOWN_DROPS]:
-        worst = min(c for c in (m["vs_previous"], m["vs_median"]) if c is not None)
-        lines.append(f"  DROP {m['test']} {m['metric']} {m['latest']:.4g} on {m['host']} ({worst:+.1%})")
+        change = (
+            m["vs_median"] if m["vs_median"] is not None else m["vs_previous"]
+        )  # the median: the reference
+        lines.append(f"  DROP {m['test']} {m['metric']} {m['latest']:.4g} on {m['host']} ({change:+.1%})")
     if len(dropped) > SHOWN_DROPS:
         lines.append(
             f"  ... {len(dropped) - SHOWN_DROPS} more: provision-and-validate history --env {hist.get('env')}"
