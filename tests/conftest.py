@@ -98,6 +98,8 @@ def cli():
 
 
 EARLIER_ID = "20000101T000000Z-local"
+# The env's earlier runs, oldest first, EARLIER_ID the last: history flags a drop from 3 of them on.
+EARLIER_IDS = ("19991230T000000Z-local", "19991231T000000Z-local", EARLIER_ID)
 # Far above what gloo on a CPU reaches: the real run's busbw is a drop against it.
 EARLIER_BUSBW = 1.0e6
 
@@ -114,30 +116,34 @@ class LocalRun:
         return json.loads((self.run_dir / "results.json").read_text())
 
 
-def _earlier_run(root: Path) -> None:
-    """The env's previous run as a results.json written here, with one metric of the real run's tests."""
-    run_dir = root / EARLIER_ID
-    run_dir.mkdir(parents=True)
-    test = {
-        "name": "torch_gloo_allreduce",
-        "hosts": ["localhost"],
-        "status": "pass",
-        "metrics": {"busbw_gbps": {"all_reduce": {"1048576": EARLIER_BUSBW}}},
-    }
-    results = {"run_id": EARLIER_ID, "env": "local", "started": "2000-01-01T00:00:00Z", "tests": [test]}
-    (run_dir / "results.json").write_text(json.dumps(results))
+def _earlier_runs(root: Path) -> None:
+    """The env's previous runs as results.json files written here, each with one metric of the real run's
+    tests, on the same host and GPUs (history's key: localhost, no GPU, as the suite's machine has)."""
+    hosts = {"localhost": {"name": "localhost", "facts": {"gpu": {"count": 0, "devices": []}}}}
+    for run_id in EARLIER_IDS:
+        run_dir = root / run_id
+        run_dir.mkdir(parents=True)
+        test = {
+            "name": "torch_gloo_allreduce",
+            "hosts": ["localhost"],
+            "status": "pass",
+            "metrics": {"busbw_gbps": {"all_reduce": {"1048576": EARLIER_BUSBW}}},
+        }
+        started = f"{run_id[:4]}-{run_id[4:6]}-{run_id[6:8]}T00:00:00Z"
+        results = {"run_id": run_id, "env": "local", "started": started, "hosts": hosts, "tests": [test]}
+        (run_dir / "results.json").write_text(json.dumps(results))
 
 
 @pytest.fixture(scope="session")
 def local_run(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
     """The whole pipeline on --env local, once per session (tests/driver and tests/report share it).
 
-    Its results root (PAV_RESULTS_ROOT, so also its default run dir) holds an earlier run of the env whose
-    busbw the real run cannot reach: the run's own report stage must find it and flag the drop.
+    Its results root (PAV_RESULTS_ROOT, so also its default run dir) holds earlier runs of the env whose
+    busbw the real run cannot reach: the run's own report stage must find them and flag the drop.
     """
     root = tmp_path_factory.mktemp("results-root")
-    _earlier_run(root)
+    _earlier_runs(root)
     run = run_cli("--env", "local", env={"PAV_RESULTS_ROOT": str(root)})
-    run_dirs = [p for p in root.iterdir() if p.name != EARLIER_ID]
+    run_dirs = [p for p in root.iterdir() if p.name not in EARLIER_IDS]
     assert len(run_dirs) == 1, (run_dirs, run.stdout, run.stderr)
     return LocalRun(run.rc, run.stdout + run.stderr, root, run_dirs[0])

@@ -1,4 +1,5 @@
-"""history --env NAME [--last N] [--tolerance F] [--json]: what got worse in the env's latest run.
+"""history --env NAME [--key KEY] [--last N] [--tolerance F] [--json]: what got worse in the env's latest
+run, against the earlier runs that tested the same hosts and GPUs (its key, reporting/history_key.py).
 
 Exit 0 when no metric dropped beyond the tolerance, 1 when one did, 2 when there is nothing to read.
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 from pav import rundir
 from pav.errors import PavError
 from pav.reporting import history
+from pav.reporting.history_key import key_of
 
 EXIT_OK, EXIT_DROP = 0, 1
 
@@ -22,6 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--env", required=True, help="the env whose runs to compare (as results.json records it)"
     )
     parser.add_argument(
+        "--key",
+        help="compare the latest run of this key (what it tested: env:hosts:GPUs, as `history` prints it) "
+        "instead of the env's latest run",
+    )
+    parser.add_argument(
         "--results-root",
         type=Path,
         metavar="ROOT",
@@ -29,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--last", type=int, default=history.DEFAULT_LAST, metavar="N",
-        help=f"compare with the median of the N runs before the latest (default {history.DEFAULT_LAST})",
+        help=f"compare with the median of the N runs of its key before the latest (default "
+        f"{history.DEFAULT_LAST}, at least {history.MIN_RUNS})",
     )  # fmt: skip
     parser.add_argument(
         "--tolerance", type=float, default=history.DEFAULT_TOLERANCE, metavar="F",
@@ -47,8 +55,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.last < 1:
-        raise PavError("--last must be at least 1")
+    if args.last < history.MIN_RUNS:
+        raise PavError(
+            f"--last must be at least {history.MIN_RUNS}: a drop is judged against the median of at least "
+            f"{history.MIN_RUNS} earlier runs of the same key (docs/nightly.md)"
+        )
     if not 0 <= args.tolerance < 1:
         raise PavError("--tolerance is a fraction between 0 and 1, e.g. 0.05 for 5%")
     root = rundir.results_root(args.results_root)
@@ -61,12 +72,28 @@ def _run(args: argparse.Namespace) -> int:
         raise PavError(
             f"no runs of env {args.env} under {root}; run provision-and-validate --env {args.env} first"
         )
+    runs = _of_key(runs, args.key, args.env, root)
     latest, earlier = runs[-1], runs[:-1]
     hist = history.record(latest.data, earlier, root, args.tolerance, args.last)
     if args.json:
         print(json.dumps(hist, indent=2))
-    elif not earlier:
-        print(f"env {args.env}: one run ({latest.run_id}) under {root}; nothing to compare with yet")
+    elif not hist["compared_runs"]:
+        print(f"{hist['key']}: one run ({latest.run_id}) under {root}; nothing to compare with yet")
     else:
         print(history.render(hist), end="")
     return EXIT_DROP if hist["flagged"] else EXIT_OK
+
+
+def _of_key(runs: list[history.Run], key: str | None, env: str, root: Path) -> list[history.Run]:
+    """The runs of --key, or all; a note on stderr where the env's runs tested more than one thing."""
+    keys = dict.fromkeys(key_of(r.data) for r in runs)
+    if key is not None and key not in keys:
+        raise PavError(f"no runs of key {key} under {root}; env {env} has: {'; '.join(keys)}")
+    wanted = key or key_of(runs[-1].data)
+    if len(keys) > 1:
+        others = "; ".join(k for k in keys if k != wanted)
+        print(
+            f"note: env {env} also has runs of {others} (compared only among themselves: --key)",
+            file=sys.stderr,
+        )
+    return [r for r in runs if key_of(r.data) == wanted]

@@ -1,4 +1,5 @@
-"""Each failure in report.html: its likely cause from a small rule table, and a short redacted log excerpt."""
+"""Each failure in report.html: its likely cause from a small rule table, and a short redacted log excerpt;
+and the likely cause of a bad part (bad_parts.py) from its failing figure or health problem."""
 
 from __future__ import annotations
 
@@ -10,6 +11,18 @@ from typing import Any
 
 from pav.secrets.redact import redact_string, redact_text
 
+CORRUPTION = (
+    "data corruption: a bad GPU (ECC/Xid errors: nvidia-smi -q -d ECC, dmesg) or a bad NVLink/InfiniBand link"
+)
+DEGRADED_LINK = (
+    "degraded link: an NVLink down, a PCIe fallback (nvidia-smi topo -m), "
+    "an InfiniBand port down or at a lower rate (ibstat), or the wrong NCCL_IB_HCA"
+)
+SLOW_TRAINING = (
+    "slow training: throttled GPU clocks (nvidia-smi -q -d PERFORMANCE), CPU or NUMA binding, "
+    "or the same link problems that lower bandwidth"
+)
+NOT_LEARNING = "training did not learn: wrong numerics on a GPU, or a broken payload"
 # (pattern on the test's reason, likely cause). First match wins, so the specific rules come first.
 RULES: tuple[tuple[str, str], ...] = (
     (
@@ -24,20 +37,17 @@ RULES: tuple[tuple[str, str], ...] = (
     (r"interrupted", "the run was interrupted (SIGINT/SIGTERM) before this test gave a result"),
     (
         r"wrong(_total)?[=\s]*[1-9]|#wrong|wrong elements|wrong result|out-of-bounds|replicas",
-        "data corruption: a bad GPU (ECC/Xid errors: nvidia-smi -q -d ECC, dmesg) "
-        "or a bad NVLink/InfiniBand link",
+        CORRUPTION,
     ),
     (
         r"busbw[^;]*below|NCCL_TESTS_MIN_BW",
-        "degraded link: an NVLink down, a PCIe fallback (nvidia-smi topo -m), "
-        "an InfiniBand port down or at a lower rate (ibstat), or the wrong NCCL_IB_HCA",
+        DEGRADED_LINK,
     ),
     (
         r"(tokens|samples)_per_s\S*=.*below|scaling_efficiency\S*=.*below",
-        "slow training: throttled GPU clocks (nvidia-smi -q -d PERFORMANCE), CPU or NUMA binding, "
-        "or the same link problems that lower bandwidth",
+        SLOW_TRAINING,
     ),
-    (r"loss_ratio\S*=.*above", "training did not learn: wrong numerics on a GPU, or a broken payload"),
+    (r"loss_ratio\S*=.*above", NOT_LEARNING),
     (
         r"no threshold is set",
         "the profile has no gate for this test: add one to thresholds/PROFILE.yml or pick "
@@ -54,6 +64,51 @@ RULES: tuple[tuple[str, str], ...] = (
         "a rank or the launcher crashed before reporting: see the log excerpt",
     ),
 )
+# A bad part's likely cause from its worst figure: (pattern on "PART METRIC", likely cause); first match wins.
+FIGURE_RULES: tuple[tuple[str, str], ...] = (
+    (
+        r"gemm_bf16_tflops",
+        "the GPU computes slower than it should: another process on it (nvidia-smi lists them), clocks held "
+        "back (nvidia-smi -q -d PERFORMANCE) or a capped power limit",
+    ),
+    (
+        r"hbm_copy_gbps",
+        "the GPU's memory is slower than it should be: another process on it, clocks held back, "
+        "or memory errors (nvidia-smi -q -d ECC)",
+    ),
+    (
+        r"h2d|d2h",
+        "copies between the GPU and host memory are slow: PCIe trained below its generation or width "
+        "(nvidia-smi -q -d PCIE), the wrong NUMA node, or another process copying",
+    ),
+    (
+        r"p2p_gbps",
+        "copies between these GPUs are slow: an NVLink down (nvidia-smi nvlink -s), peer access off "
+        "(IOMMU, PCIe ACS), or a busy GPU at either end",
+    ),
+    (
+        r"^host busbw",
+        "the host's collectives are slow: a busy or slow GPU (its own line, if any), an NVLink down, "
+        "peer-to-peer off (NCCL_P2P_DISABLE) or too few channels (NCCL_MAX_NCHANNELS)",
+    ),
+    (r"wrong_total", CORRUPTION),
+    (r"busbw", DEGRADED_LINK),
+    (r"_per_s|scaling_efficiency", SLOW_TRAINING),
+    (r"loss_ratio", NOT_LEARNING),
+)
+# gpu_health's problems, by what the problem says.
+PROBLEM_RULES: tuple[tuple[str, str], ...] = (
+    (r"NVLink link \d+ down", "an NVLink link down: reset the GPU; a link that stays down is a board or "
+     "NVSwitch fault (nvidia-smi nvlink -s)"),
+    (r"PCIe link trained", "a bad riser, slot or seating (nvidia-smi -q -d PCIE)"),
+    (r"ECC|row remapping|Xid", "a failing GPU: drain it, reset it, and replace it if the errors return "
+     "(nvidia-smi -q -d ECC,ROW_REMAPPER; dmesg)"),
+    (r"clocks held back", "cooling or power: the hardware slows the GPU (nvidia-smi -q -d PERFORMANCE)"),
+    (r"power limit", "a power cap someone set (nvidia-smi -q -d POWER; nvidia-smi -pl restores it)"),
+    (r"HCA is missing", "an HCA gone from the bus or its driver (lspci, ibstat)"),
+    (r"DOWN|not active|Gb/sec", "an InfiniBand or RoCE port down or slow: its cable, transceiver or "
+     "switch port (ibstat)"),
+)  # fmt: skip
 EXCERPT_LINES = 20
 EXCERPT_CHARS = 2400
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -79,6 +134,19 @@ def likely_cause(test: dict[str, Any]) -> str:
     if test.get("status") == "error":
         return "the test could not produce a result: see the log excerpt"
     return "see the reason and the log excerpt"
+
+
+def figure_cause(part: str, metric: str) -> str:
+    """The likely cause of a part's failing figure (part: "host", "fabric", a GPU or pair label)."""
+    return _first(FIGURE_RULES, f"{part} {metric}") or "see the test's reason below"
+
+
+def problem_cause(problem: str) -> str:
+    return _first(PROBLEM_RULES, problem) or "see the host's facts (facts.gpus, facts.rdma)"
+
+
+def _first(rules: tuple[tuple[str, str], ...], text: str) -> str:
+    return next((cause for pattern, cause in rules if re.search(pattern, text)), "")
 
 
 def failures(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) -> list[Failure]:

@@ -1,9 +1,10 @@
-"""What got worse since the last runs of an env: every metric of the latest run against the previous run
-and against the median of the last N, with drops beyond a tolerance flagged.
+"""What got worse since the last runs of the same thing: every metric of the latest run against the
+previous run and the median of the last N, a drop flagged once MIN_RUNS earlier runs are kept.
 
-Runs are the results.json files one level under the results root, matched by the env they record. Hosts
-of a provisioning env get new names every run, so a metric is keyed by test and metric name, and its
-value is the worst over the hosts the test ran on (the host is kept, to name it).
+Runs are the results.json files one level under the results root, found by the env they record and
+compared only with runs of the same key (history_key.py: the env, its hosts and their GPUs). Hosts of a
+provisioning env get new names every run, so a metric is keyed by test and metric name, and its value is
+the worst over the hosts the test ran on (the host is kept, to name it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pav.reporting.history_key import key_of
+
 DEFAULT_LAST = 5
+# Earlier runs of the same key a metric needs before a drop is flagged: fewer say nothing of how far the
+# metric moves on its own (one run is one noisy sample). docs/nightly.md says the same.
+MIN_RUNS = 3
 DEFAULT_TOLERANCE = 0.05
 
 # Metric name patterns and which way is better; a metric matching none is not compared (counts, ids).
@@ -108,9 +114,9 @@ def compare(
     last: int = DEFAULT_LAST,
 ) -> list[MetricChange]:
     """Every compared metric of latest against earlier runs (oldest first): the previous one, and the
-    median of the last `last` of them. A change worse than -tolerance (relative) is flagged; once
-    SPREAD_RUNS runs are kept, only against their median and only beyond the metric's own run-to-run
-    spread among them: CPU timings move 10-20% between back-to-back runs, and that is no drop."""
+    median of the last `last` of them. A drop is flagged only where at least MIN_RUNS of those runs have
+    the metric, and only against their median, beyond the tolerance and the metric's own run-to-run spread
+    among them: CPU timings move 10-20% between back-to-back runs, and that is no drop."""
     window = [metrics_of(r) for r in earlier[-last:]]
     previous = window[-1] if window else {}
     changes = []
@@ -121,9 +127,7 @@ def compare(
         median = statistics.median(past) if past else None
         vs_prev, vs_median = _change(value, prev, better), _change(value, median, better)
         allowed = max(tolerance, spread(past))
-        # With enough kept runs their median is the reference: the previous run alone is one noisy sample.
-        against = (vs_median,) if len(past) >= SPREAD_RUNS else (vs_prev, vs_median)
-        flagged = any(c is not None and c < -allowed for c in against)
+        flagged = len(past) >= MIN_RUNS and vs_median is not None and vs_median < -allowed
         changes.append(
             MetricChange(
                 key[0], key[1], better, value, host, prev, vs_prev, median, vs_median, flagged, allowed
@@ -132,13 +136,10 @@ def compare(
     return changes
 
 
-SPREAD_RUNS = 3  # earlier runs needed before their spread says anything
-
-
 def spread(past: list[float]) -> float:
     """The largest relative distance of a kept run's value from their median: how far the metric moves
-    on its own. 0 with fewer than SPREAD_RUNS runs, or a median of 0."""
-    if len(past) < SPREAD_RUNS:
+    on its own. 0 with fewer than MIN_RUNS runs, or a median of 0."""
+    if len(past) < MIN_RUNS:
         return 0.0
     median = statistics.median(past)
     return max(abs(v - median) for v in past) / abs(median) if median else 0.0
@@ -161,28 +162,47 @@ def _change(value: float, base: float | None, better: str) -> float | None:
     return change if better == "higher" else -change
 
 
+def same_key(latest: dict[str, Any], earlier: list[Run]) -> list[Run]:
+    """The earlier runs that tested what latest tested (history_key.py)."""
+    key = key_of(latest)
+    return [r for r in earlier if key_of(r.data) == key]
+
+
 def record(
     latest: dict[str, Any], earlier: list[Run], root: Path, tolerance: float, last: int
 ) -> dict[str, Any]:
-    """results.json's "history": what the report stage writes and `history --json` prints."""
-    changes = compare(latest, [r.data for r in earlier], tolerance, last)
+    """results.json's "history": what the report stage writes and `history --json` prints. Of the earlier
+    runs, only those of latest's key count; with none, no metric is listed."""
+    earlier = same_key(latest, earlier)
+    changes = compare(latest, [r.data for r in earlier], tolerance, last) if earlier else []
     return {
         "results_root": str(root),
         "env": latest.get("env"),
+        "key": key_of(latest),
         "latest": latest.get("run_id"),
         "previous": earlier[-1].run_id if earlier else None,
         "compared_runs": [r.run_id for r in earlier[-last:]],
         "tolerance": tolerance,
         "last": last,
+        "min_runs": MIN_RUNS,
         "flagged": sum(c.flagged for c in changes),
         "metrics": [asdict(c) for c in changes],
     }
 
 
+def too_few(hist: dict[str, Any]) -> str:
+    """Why no drop can be flagged yet, or "" once enough earlier runs of the key are kept."""
+    kept = len(hist.get("compared_runs") or [])
+    if "key" not in hist or kept >= hist.get("min_runs", MIN_RUNS):
+        return ""  # a record of before keys, or enough runs
+    runs = f"{kept} earlier run(s)" if kept else "no earlier run"
+    return f"{runs} of {hist.get('key')}; a drop is flagged once {hist.get('min_runs', MIN_RUNS)} are kept"
+
+
 def render(hist: dict[str, Any]) -> str:
     """The table `history` prints."""
     head = (
-        f"env {hist['env']}: run {hist['latest']} vs previous {hist['previous']} and the median of "
+        f"{hist['key']}: run {hist['latest']} vs previous {hist['previous']} and the median of "
         f"{len(hist['compared_runs'])} run(s); tolerance {hist['tolerance']:.0%}; change: + better, - worse"
     )
     rows = [["", "test", "metric", "latest", "previous", "change", "median", "change"]]
@@ -199,6 +219,8 @@ def render(hist: dict[str, Any]) -> str:
     lines.append(
         f"{hist['flagged']} metric(s) dropped beyond {hist['tolerance']:.0%} and their own run-to-run spread"
     )
+    if too_few(hist):
+        lines.append(f"none can be flagged yet: {too_few(hist)}")
     return "\n".join(lines) + "\n"
 
 

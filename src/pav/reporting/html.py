@@ -1,7 +1,8 @@
 """report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched) for people.
 
 Rendered from the results.json dict, so any run dir's results.json can be rendered again.
-The page: templates/report.html.j2.
+The page: templates/report.html.j2. It leads with the verdict, the bad parts (bad_parts.py) and, for GPU
+runs, each host's GPU grid and pair heatmap; every reason, gate and figure follows.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pav.reporting import causes, gpu_grid, plots
+from pav.reporting import bad_parts, causes, gpu_grid, history, plots
 from pav.reporting.changes import tuning_line
 from pav.units import size_label
 
@@ -52,6 +53,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "r": results,
         "verdict": results.get("verdict", "ERROR"),
         "summary": {s: sum(t.get("status") == s for t in results.get("tests", [])) for s in SUMMARY_ORDER},
+        "bad_parts": bad_parts.find(results),
         "suspects": list(suspects.values()),
         "isolation_steps": isolation.get("steps") or [],
         "suspect_hosts": set(suspects),
@@ -66,6 +68,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "training": plots.training_figures(results),
         "training_rows": plots.training_rows(results),
         "history": results.get("history") or {},
+        "history_note": history.too_few(results.get("history") or {}),
         "facts": [facts_row(name, h) for name, h in (results.get("hosts") or {}).items()],
         "timing": results.get("timing") or {},
     }

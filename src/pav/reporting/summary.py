@@ -1,14 +1,23 @@
-"""summary.txt: the table printed at the end of a run."""
+"""summary.txt: the table printed at the end of a run. It opens with the verdict and the bad parts (one
+line each), the tables and every full reason below, and ends with the verdict again."""
 
 from __future__ import annotations
 
+from pav.reporting import bad_parts, history
 from pav.reporting.changes import still_changed, tuning_line
 from pav.results import RunResults, count_statuses
+
+BAD_PARTS_HEAD = (
+    "bad parts (each: its worst figure against its gate, the tests, the likely cause; reasons below):"
+)
+SUSPECT_CHARS = 200
 
 
 def render(results: RunResults) -> str:
     lines = [
-        f"run {results.run_id}  env {results.env}  profile {results.threshold_profile}",
+        f"verdict {results.verdict}  run {results.run_id}  env {results.env}  "
+        f"profile {results.threshold_profile}",
+        *_bad_parts(results),
         "",
         _table(["stage", "status", "detail"], [[s.name, s.status, s.detail] for s in results.stages]),
         "",
@@ -74,15 +83,19 @@ SHOWN_DROPS = 5
 
 
 def _drops(results: RunResults) -> list[str]:
-    """Metrics that fell against the env's earlier runs (report.html lists them all)."""
+    """Metrics that fell against the earlier runs of the same key (report.html lists them all), or why
+    none can be flagged yet."""
     hist = results.history
     dropped = [m for m in hist.get("metrics", []) if m.get("flagged")]
     if not dropped:
-        return []
-    lines = [f"history: {len(dropped)} metric(s) dropped against earlier runs of env {hist.get('env')}"]
+        return [f"history: {few}"] if (few := history.too_few(hist)) else []
+    key = hist.get("key", hist.get("env"))
+    lines = [f"history: {len(dropped)} metric(s) dropped against earlier runs of {key}"]
     for m in dropped[:SHOWN_DROPS]:
-        worst = min(c for c in (m["vs_previous"], m["vs_median"]) if c is not None)
-        lines.append(f"  DROP {m['test']} {m['metric']} {m['latest']:.4g} on {m['host']} ({worst:+.1%})")
+        change = (
+            m["vs_median"] if m["vs_median"] is not None else m["vs_previous"]
+        )  # the median: the reference
+        lines.append(f"  DROP {m['test']} {m['metric']} {m['latest']:.4g} on {m['host']} ({change:+.1%})")
     if len(dropped) > SHOWN_DROPS:
         lines.append(
             f"  ... {len(dropped) - SHOWN_DROPS} more: provision-and-validate history --env {hist.get('env')}"
@@ -127,10 +140,21 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(fmt.format(*map(str, r)).rstrip() for r in [header, *rows])
 
 
+def _bad_parts(results: RunResults) -> list[str]:
+    found = bad_parts.find(results.to_dict())
+    return [BAD_PARTS_HEAD, *(f"  {part.line()}" for part in found)] if found else []
+
+
 def _suspects(results: RunResults) -> list[str]:
+    """Each suspect host and why, cut short: the reasons it joins are in the tests table, its bad parts on
+    top."""
     suspects = results.isolation.get("suspects", [])
     if not suspects:
         return []
     lines = ["suspect hosts (replace or repair; evidence in results.json isolation):"]
-    lines += [f"  {s['host']}: {s['reason']}" for s in suspects]
+    lines += [f"  {s['host']}: {_cut(str(s.get('reason', '')), SUSPECT_CHARS)}" for s in suspects]
     return [*lines, ""]
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"

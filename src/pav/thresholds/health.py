@@ -43,18 +43,22 @@ def judge_host(host: str, gpus: dict[str, Any], facts: dict[str, Any] | None = N
     # A host given part of a machine's GPUs (preflight_gpu_ids) answers for those alone: NVML lists all.
     owned = {gpu.bus_id for gpu in named}
     devices = [d for d in gpus["devices"] if normalize_bus_id(str(d.get("pci_bus_id") or "")) in owned]
-    problems = [p for d, gpu in zip(devices, named, strict=True) for p in device_problems(d, gpu.label())]
+    # (part, problem): the part is what a report lists the problem under (a GPU's label, an RDMA port).
+    pairs = zip(devices, named, strict=True)
+    found = [(gpu.label(), p) for d, gpu in pairs for p in device_problems(d, gpu.label())]
     labels = {gpu.bus_id: gpu.label() for gpu in named}
     xids = [
         event
         for event in (gpus.get("xid") or {}).get("events") or []
         if len(owned) == len(gpus["devices"]) or normalize_bus_id(str(event.get("pci_bus_id") or "")) in owned
     ]
-    problems += xid_problems(xids, labels)
+    found += xid_problems(xids, labels)
     # A host set up for sockets sends nothing over its RDMA ports: an uncabled one there is no fault.
     rdma = hw.rdma if hw.fabric != "socket" else Rdma("")
     bad_ports = bad_rdma_ports(rdma)
-    problems += [f"{port.name}: {why}" for port, why in bad_ports] + rdma_count_problems(rdma)
+    found += [(port.name, f"{port.name}: {why}") for port, why in bad_ports]
+    found += [("RDMA ports", p) for p in rdma_count_problems(rdma)]
+    problems = [p for _, p in found]
     metrics = {
         "gpus_checked": len(devices),
         "problems": len(problems),
@@ -65,7 +69,9 @@ def judge_host(host: str, gpus: dict[str, Any], facts: dict[str, Any] | None = N
         "rdma_ports_bad": len(bad_ports),
     }
     why = "every GPU, link and RDMA port healthy (facts.gpus, facts.rdma)"
-    threshold = {"gates": [{"metric": "problems", "max": 0, "why": why}]}
+    threshold: dict[str, Any] = {"gates": [{"metric": "problems", "max": 0, "why": why}]}
+    if found:
+        threshold["problems"] = [{"part": part, "problem": p} for part, p in found]
     status = "fail" if problems else "pass"
     return TestResult(NAME, [host], status, "; ".join(problems), metrics, threshold)
 
@@ -93,7 +99,8 @@ def device_problems(dev: dict[str, Any], label: str) -> list[str]:
     return out
 
 
-def xid_problems(events: list[dict[str, Any]], labels: dict[str, str]) -> list[str]:
+def xid_problems(events: list[dict[str, Any]], labels: dict[str, str]) -> list[tuple[str, str]]:
+    """(the GPU, the problem) for each fatal Xid."""
     out = []
     for event in events:
         xid = event.get("xid")
@@ -101,7 +108,7 @@ def xid_problems(events: list[dict[str, Any]], labels: dict[str, str]) -> list[s
             where = labels.get(
                 normalize_bus_id(str(event.get("pci_bus_id") or "")), str(event.get("pci_bus_id"))
             )
-            out.append(f"{where}: Xid {xid} in the kernel log since boot")
+            out.append((where, f"{where}: Xid {xid} in the kernel log since boot"))
     return out
 
 

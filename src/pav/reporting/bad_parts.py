@@ -1,0 +1,211 @@
+"""The bad parts of a run, which summary.txt and report.html lead with: one entry per part (a host; a GPU by
+index, bus id and UUID; a GPU pair; the fabric between hosts; an RDMA port), however many tests and gates
+failed on it, with its worst figure against its gate and the likely cause.
+
+Built from the gates as results.json records them, not from reason strings: a derived gate names its `part`
+and carries its `value` and `status`; a profile gate is checked again against the test's metrics; gpu_health
+lists each problem's part. A failing test none of these explain (a timeout, a crash, no result) is a bad
+part of its host(s) with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pav.reporting import causes
+from pav.thresholds.gate import Gate, lookup
+
+BAD = ("fail", "error")
+# Parts in the order they are listed: the most specific first, since a slow GPU slows its pairs and host.
+KINDS = ("gpu", "pair", "port", "host", "fabric")
+REASON_CHARS = 160
+BASES = ("absolute", "profile", "relative")  # of one metric's failing gates, the one shown
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One failing figure of a part."""
+
+    test: str
+    metric: str
+    value: float | None
+    gate: str  # ">= 692.6 = 0.7 x 989.4", "<= 0", "" where no gate says (a reason instead)
+    source: str  # where the gate's limit came from, or the reason
+    basis: str  # absolute | relative | profile | problem | reason
+    cause: str
+    score: float  # value over its bound: lower is worse; 0 for what has no figure
+
+    @property
+    def measured(self) -> str:
+        """ "gemm_bf16_tflops.1 277 TFLOP/s"; a health problem or a test's reason as it is."""
+        if self.basis in ("problem", "reason"):
+            return self.source
+        value = "not measured" if self.value is None else f"{self.value:.4g}{_unit(self.metric)}"
+        return f"{self.metric} {value}"
+
+    def text(self) -> str:
+        return f"{self.measured}, gate {self.gate}" if self.gate else self.measured
+
+
+@dataclass(frozen=True)
+class BadPart:
+    hosts: tuple[str, ...]
+    part: str  # a GPU's label, "GPU 0 -> GPU 1", a port, "fabric"; "" for the host itself
+    kind: str  # one of KINDS
+    worst: Figure
+    more: int  # the part's other failing figures (other metrics, problems)
+    tests: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        """The part for a table beside its hosts: the host itself, or what lies between hosts."""
+        return self.part or ("the host" if len(self.hosts) == 1 else "between them")
+
+    @property
+    def where(self) -> str:
+        return " ".join(x for x in (", ".join(self.hosts), self.part) if x)
+
+    def line(self) -> str:
+        more = f" (and {self.more} more failing)" if self.more else ""
+        tests = ", ".join(self.tests)
+        return f"{self.where}: {self.worst.text()}{more} [{tests}]; likely cause: {self.worst.cause}"
+
+
+def find(results: dict[str, Any]) -> list[BadPart]:
+    """The run's bad parts, most specific kind first, then worst figure first."""
+    suspects = {str(s.get("host")) for s in (results.get("isolation") or {}).get("suspects") or []}
+    found: dict[tuple[tuple[str, ...], str], list[Figure]] = {}
+    for test in results.get("tests") or []:
+        if test.get("status") not in BAD:
+            continue
+        hosts = _where(test, suspects)
+        for part, figure in figures(test):
+            found.setdefault((hosts, "" if part == "host" else part), []).append(figure)
+    parts = [_part(hosts, part, figs) for (hosts, part), figs in found.items()]
+    return sorted(parts, key=lambda p: (KINDS.index(p.kind), p.worst.score))
+
+
+def figures(test: dict[str, Any]) -> list[tuple[str, Figure]]:
+    """(part, figure) for each failing gate or health problem of a failing test; its reason where none."""
+    name, metrics = str(test.get("name")), test.get("metrics") or {}
+    threshold = test.get("threshold") or {}
+    problems = [p for p in threshold.get("problems") or [] if isinstance(p, dict)]
+    out = [(str(p.get("part")), _problem(name, str(p.get("problem")))) for p in problems]
+    gates = [g for g in threshold.get("gates") or [] if isinstance(g, dict)]
+    out += [(str(g.get("part") or "host"), _derived(name, g)) for g in gates if _derived_fails(g)]
+    if not problems:  # gpu_health's one gate counts its problems, each listed above
+        out += [
+            ("host", fig) for g in _profile_gates(gates, threshold) if (fig := _profile(name, g, metrics))
+        ]
+    if not out:
+        out.append(("host", _reason(test)))
+    return out
+
+
+def _profile_gates(gates: list[dict[str, Any]], threshold: dict[str, Any]) -> list[dict[str, Any]]:
+    """The profile's gates of a test (derived ones carry a basis), nccl-tests' as busbw gates, and wrong
+    bytes, which fail a test whether or not a gate names them."""
+    out = [g for g in gates if "basis" not in g]
+    out += [
+        {"metric": f"busbw_gbps.{g.get('size_bytes')}", "min": g.get("min_busbw_gbps"), "why": g.get("why")}
+        for g in threshold.get("nccl_tests") or []
+        if isinstance(g, dict)
+    ]
+    if not any(g.get("metric") == "wrong_total" for g in out):
+        out.append({"metric": "wrong_total", "max": 0, "why": "no wrong bytes", "implied": True})
+    return out
+
+
+def _reason(test: dict[str, Any]) -> Figure:
+    name, status = str(test.get("name")), str(test.get("status"))
+    reason = str(test.get("reason") or status)
+    short = reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"
+    return Figure(name, "", None, "", f"{name} {status}: {short}", "reason", causes.likely_cause(test), 0.0)
+
+
+def _where(test: dict[str, Any], suspects: set[str]) -> tuple[str, ...]:
+    """A test's hosts; of a test across hosts, those isolation named, where it named any."""
+    hosts = tuple(str(h) for h in test.get("hosts") or [])
+    named = tuple(h for h in hosts if h in suspects)
+    return named if len(hosts) > 1 and named else hosts
+
+
+def _derived_fails(gate: dict[str, Any]) -> bool:
+    return "basis" in gate and gate.get("status") not in (None, "pass")
+
+
+def _derived(test: str, gate: dict[str, Any]) -> Figure:
+    metric, value, bound = str(gate.get("metric")), _number(gate.get("value")), _number(gate.get("min"))
+    text = f">= {_fmt(bound)}"
+    if _number(gate.get("fraction")) is not None and _number(gate.get("limit")) is not None:
+        text += f" = {_fmt(gate['fraction'])} x {_fmt(gate['limit'])}"
+    part = str(gate.get("part") or "host")
+    cause = causes.figure_cause(part, metric)
+    source, score = str(gate.get("source") or ""), _score(value, bound, None)
+    return Figure(test, metric, value, text, source, str(gate["basis"]), cause, score)
+
+
+def _profile(test: str, raw: dict[str, Any], metrics: dict[str, Any]) -> Figure | None:
+    """A profile gate checked again against the test's metrics: None where it holds (or, implied, where the
+    test has no such metric)."""
+    low, high = _number(raw.get("min")), _number(raw.get("max"))
+    gate = Gate(str(raw.get("metric")), low, high, str(raw.get("why") or ""))
+    value = lookup(metrics, gate.metric)
+    if not gate.check(metrics) or (value is None and raw.get("implied")):
+        return None
+    bounds = [f"{sign} {_fmt(b)}" for sign, b in ((">=", low), ("<=", high)) if b is not None]
+    cause, score = causes.figure_cause("host", gate.metric), _score(value, low, high)
+    return Figure(
+        test, gate.metric, value, " and ".join(bounds), gate.why or "the profile", "profile", cause, score
+    )
+
+
+def _problem(test: str, problem: str) -> Figure:
+    return Figure(test, "", None, "", problem, "problem", causes.problem_cause(problem), 0.0)
+
+
+def _part(hosts: tuple[str, ...], part: str, figs: list[Figure]) -> BadPart:
+    by_metric: dict[str, list[Figure]] = {}
+    for fig in figs:
+        by_metric.setdefault(fig.metric or fig.source, []).append(fig)
+    # The worst metric; of its gates the absolute one (the datasheet's or the link's figure) where it fails.
+    worst_metric = min(by_metric.values(), key=lambda same: min(f.score for f in same))
+    worst = min(worst_metric, key=lambda f: (BASES.index(f.basis) if f.basis in BASES else 0, f.score))
+    tests = tuple(dict.fromkeys(f.test for f in figs))
+    return BadPart(hosts, part, _kind(part, hosts), worst, len(by_metric) - 1, tests)
+
+
+def _kind(part: str, hosts: tuple[str, ...]) -> str:
+    if part.startswith("GPU "):
+        return "pair" if " -> " in part else "gpu"
+    if part == "fabric" or (not part and len(hosts) > 1):
+        return "fabric"
+    return "port" if part else "host"
+
+
+def _score(value: float | None, low: float | None, high: float | None) -> float:
+    """How far the value is inside its bound (1: at it); 0 for one not measured or over a bound of 0."""
+    if value is None:
+        return 0.0
+    if low:
+        return value / low
+    if high is not None and value > 0:
+        return high / value
+    return 0.0
+
+
+def _unit(metric: str) -> str:
+    family = metric.split(".")[0]
+    if family == "gemm_bf16_tflops":
+        return " TFLOP/s"
+    return " GB/s" if family.endswith("_gbps") else ""
+
+
+def _number(value: Any) -> float | None:
+    return None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)
+
+
+def _fmt(value: Any) -> str:
+    number = _number(value)
+    return f"{number:.4g}" if number is not None else str(value)
