@@ -45,7 +45,7 @@ def hosts() -> Platform:
 
 
 def for_run(ctx: RunContext) -> Platform:
-    if ctx.settings.platform == "k8s":
+    if ctx.inputs.platform == "k8s":
         from pav.k8s.platform import k8s
 
         return k8s()

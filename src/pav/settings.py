@@ -42,10 +42,6 @@ class Settings:
     # (module_python.py) unless -e sets them.
     payload_python_auto: bool = False
 
-    def timeout_for(self, test: str) -> int:
-        """Seconds a launch of this test may run before it is killed on every host."""
-        return self.test_timeouts_s.get(test, self.test_timeout_s)
-
 
 def group_vars_files(inventory_dir: Path) -> list[Path]:
     """The files Ansible reads for the group `all`: every file of the folder group_vars/all/ when there is

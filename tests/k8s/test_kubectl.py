@@ -49,7 +49,12 @@ def install_pytorchjob_crd(api: ApiServer) -> None:
 def cpu_job(test: str, workers: int) -> render.Job:
     """A job as plan_jobs makes it for the env, but running a CPU test's script (one process per pod)."""
     (planned,) = render.plan_jobs(
-        ["torch_nccl_allreduce"], load_config(INVENTORY), fabric_env(INVENTORY), workers, "r1", lambda _: 120
+        catalog.select(["torch_nccl_allreduce"]),
+        load_config(INVENTORY),
+        fabric_env(INVENTORY),
+        workers,
+        "r1",
+        lambda _: 120,
     )
     spec = catalog.CATALOG[test]
     return dataclasses.replace(

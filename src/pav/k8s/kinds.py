@@ -1,5 +1,5 @@
 """Which tests the k8s platform can run, and as which job kind: torchrun GPU tests as PyTorchJob,
-nccl-tests as MPIJob. Asked before anything is provisioned (cli.check_names) and again when jobs are
+nccl-tests as MPIJob. Asked before anything is provisioned (pav.run_inputs) and again when jobs are
 planned, so a CPU test in pav_tests stops a k8s run before a paid cluster exists."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from pav import catalog, paths
+from pav import paths
 from pav.catalog import TestSpec
 from pav.errors import PavError
 from pav.k8s.config import TEMPLATES, K8sConfig
@@ -90,18 +90,19 @@ def job_labels(run_id: str, test: str) -> dict[str, str]:
 
 
 def plan_jobs(
-    tests: list[str],
+    specs: Sequence[TestSpec],
     config: K8sConfig,
     env: dict[str, str],
     workers: int,
     run_id: str,
     timeout_for: Callable[[str], int],
 ) -> list[Job]:
-    """timeout_for: a test's seconds (Settings.timeout_for: pav_test_timeouts_s over pav_test_timeout_s)."""
+    """specs: the run's tests (RunInputs.tests); timeout_for: a test's seconds (RunInputs.timeouts:
+    --test-timeout, else pav_test_timeouts_s over pav_test_timeout_s)."""
     shape = config.node_shape()
     _require_rdma_devices(config, env)
     jobs = []
-    for spec in catalog.select(tests):
+    for spec in specs:
         kind = job_kind(spec)
         image = config.pytorch_image if kind == "PyTorchJob" else config.nccl_tests_image
         if kind == "PyTorchJob":
