@@ -26,6 +26,8 @@ INPUTS_MODULE = SRC / "run_inputs.py"
 # The settings a flag overrides: read from ctx.inputs, never from the settings, outside the inputs module.
 OVERRIDDEN = {"tests", "platform", "launcher", "test_timeout_s", "test_timeouts_s", "apply_tuning", "hosts",
               "threshold_profile", "isolate"}  # fmt: skip
+FLAGS = {"tests", "platform", "launcher", "test_timeout_s", "hosts", "apply_tuning"}  # Options' of those
+READ_FROM_INPUTS = {"settings": OVERRIDDEN, "options": FLAGS}
 
 SETTINGS = """\
 pav_tests: [torch_gloo_allreduce, ddp_cpu_train_multi]
@@ -181,9 +183,8 @@ def test_tests_are_selected_in_the_inputs_module_only() -> None:
         if path not in (INPUTS_MODULE, SRC / "catalog.py")
         for line in select_calls(path.read_text())
     ]
-    assert not found, "catalog.select outside pav.run_inputs: read ctx.inputs.tests instead:\n" + "\n".join(
-        found
-    )
+    fix = "catalog.select outside pav.run_inputs: read ctx.inputs.tests instead"
+    assert not found, "\n".join([fix, *found])
     assert len(select_calls(INPUTS_MODULE.read_text())) == 1  # the one selection: the scan sees it
 
 
@@ -204,28 +205,34 @@ def test_a_dry_run_selects_its_tests_once(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 def overridden_reads(source: str) -> list[tuple[int, str]]:
-    """(line, field) of every read of an overridden setting off something named settings."""
-    return sorted(
-        (node.lineno, node.attr)
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Attribute)
-        and node.attr in OVERRIDDEN
-        and (
-            (isinstance(node.value, ast.Name) and node.value.id == "settings")
-            or (isinstance(node.value, ast.Attribute) and node.value.attr == "settings")
+    """(line, owner.name) of every read of an overridden setting off something named settings, or of a flag
+    that overrides one off something named options."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute):
+            continue
+        value = node.value
+        owner = (
+            value.id
+            if isinstance(value, ast.Name)
+            else value.attr
+            if isinstance(value, ast.Attribute)
+            else ""
         )
-    )
+        if node.attr in READ_FROM_INPUTS.get(owner, set()):
+            found.append((node.lineno, f"{owner}.{node.attr}"))
+    return sorted(found)
 
 
 def test_no_stage_reads_a_setting_a_flag_overrides() -> None:
-    """A stage that read ctx.settings.tests would miss --tests: the settings hold what the files say."""
+    """A stage that read ctx.settings.tests would miss --tests, one that read ctx.options.hosts pav_hosts:
+    the settings hold what the files say, the options what the command line says; the inputs both."""
     found = [
-        f"{path.relative_to(ROOT)}:{line}: settings.{name}"
+        f"{path.relative_to(ROOT)}:{line}: {name}"
         for path in sorted(SRC.rglob("*.py"))
         if path != INPUTS_MODULE and not path.relative_to(SRC).parts[0].startswith("settings")
         for line, name in overridden_reads(path.read_text())
     ]
     assert not found, "read these from ctx.inputs (pav.run_inputs):\n" + "\n".join(found)
-    assert overridden_reads("ctx.settings.tests\nsettings.hosts\nctx.settings.remote_dir\n") == [
-        (1, "tests"), (2, "hosts"),
-    ]  # fmt: skip
+    source = "ctx.settings.tests\nsettings.hosts\nctx.settings.remote_dir\nctx.options.hosts\noptions.keep\n"
+    assert overridden_reads(source) == [(1, "settings.tests"), (2, "settings.hosts"), (4, "options.hosts")]
