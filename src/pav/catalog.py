@@ -90,6 +90,31 @@ class TestSpec:
     # reporting/compare.py prints its time_us per op and size beside the busbw table (a latency sweep).
     latency_table: bool = False
 
+    @property
+    def payload(self) -> str:
+        """The pav_payload subcommand a torchrun test runs (collectives, train, probe); "" for the others."""
+        return self.args[0] if self.launcher == "torchrun" and self.args else ""
+
+    @property
+    def k8s_kind(self) -> str:
+        """The Kubeflow job a k8s run submits this test as (GPU torchrun tests: PyTorchJob, nccl-tests:
+        MPIJob); "" for a test the k8s platform cannot run (a CPU test)."""
+        return K8S_KINDS.get(self.launcher, "") if self.needs_gpu else ""
+
+
+K8S_KINDS = {"torchrun": "PyTorchJob", "nccl_tests": "MPIJob"}
+
+
+def k8s_job_kind(spec: TestSpec) -> str:
+    """The spec's k8s job kind, or the one line that takes a CPU test out of a k8s run: asked when the run's
+    inputs are resolved (before anything is provisioned) and again when jobs are planned."""
+    if not spec.k8s_kind:
+        raise PavError(
+            f"test {spec.name} runs through {spec.launcher} on CPUs; the k8s platform runs GPU torchrun "
+            f"tests as PyTorchJob and nccl-tests as MPIJob: take it out of pav_tests"
+        )
+    return spec.k8s_kind
+
 
 CATALOG: dict[str, TestSpec] = {
     spec.name: spec
@@ -380,9 +405,34 @@ def spec_of(name: str) -> TestSpec | None:
     return (CATALOG | _fault_tests()).get(name)
 
 
-def select(names: list[str], where: str = "pav_tests") -> list[TestSpec]:
-    known = CATALOG | (_fault_tests() if os.environ.get("PAV_FAULT_TESTS") == "1" else {})
+def _known() -> dict[str, TestSpec]:
+    return CATALOG | (_fault_tests() if os.environ.get("PAV_FAULT_TESTS") == "1" else {})
+
+
+def refuse_unknown(names: list[str], where: str) -> None:
+    """Names a user gave (where: the setting or option), each a test of the catalog."""
+    known = _known()
     unknown = [n for n in names if n not in known]
     if unknown:
         raise PavError(f"unknown test(s) {', '.join(unknown)} in {where}; known: {', '.join(CATALOG)}")
+
+
+def select(names: list[str], where: str = "pav_tests") -> list[TestSpec]:
+    """The run's tests, in the order given. Called once per run, by pav.run_inputs: every stage reads the
+    selection from the run's inputs (tests/driver/test_run_inputs.py holds the tree to it)."""
+    refuse_unknown(names, where)
+    known = _known()
     return [known[n] for n in names]
+
+
+# Slurm's own checks (launcher "slurm"), run first in catalog order whenever the launcher is slurm.
+SLURM_CHECKS = tuple(spec.name for spec in CATALOG.values() if spec.launcher == "slurm")
+
+
+def with_slurm_checks(specs: list[TestSpec]) -> list[TestSpec]:
+    """--launcher slurm's tests: the Slurm checks first (the cluster state before any job), then the
+    planned tests."""
+    names = {s.name for s in specs}
+    return [CATALOG[c] for c in SLURM_CHECKS if c not in names] + sorted(
+        specs, key=lambda s: SLURM_CHECKS.index(s.name) if s.name in SLURM_CHECKS else len(SLURM_CHECKS)
+    )

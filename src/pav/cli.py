@@ -8,15 +8,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pav import catalog, interrupts, module_python, rundir, torch_python
+from pav import interrupts, module_python, run_inputs, rundir, torch_python
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.extravars import parse_extra_vars
 from pav.reporting import timings
 from pav.results import RunResults
-from pav.settings import PLATFORMS, Settings, load_settings, settings_file
-from pav.thresholds.profiles import profile_path
+from pav.settings import PLATFORMS, load_settings
 
 EXIT_HELP = (
     "exit codes: 0 PASS, 1 FAIL, 2 could not run (bad input, unreachable host, missing tool), "
@@ -144,6 +143,10 @@ def make_context(args: argparse.Namespace) -> RunContext:
         verbose=args.verbose,
         hosts=args.hosts,
         apply_tuning=args.apply_tuning,
+        tests=tuple(t.strip() for t in args.tests.split(",") if t.strip()) if args.tests else None,
+        platform=args.platform,
+        launcher=args.launcher,
+        test_timeout_s=args.test_timeout,
         allow_missing=args.allow_missing,
         max_hours=args.max_hours,
         results_root=rundir.results_root(args.results_root),
@@ -154,15 +157,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         options.extra_vars["torch_payload_python"] = torch_python.choose()
     if settings.payload_python_auto and "ansible_python_interpreter" not in options.extra_vars:
         options.extra_vars["ansible_python_interpreter"] = module_python.choose()
-    if args.platform:
-        settings.platform = args.platform
-    if args.tests:
-        settings.tests = [t.strip() for t in args.tests.split(",") if t.strip()]
-    if args.test_timeout is not None:
-        settings.test_timeout_s, settings.test_timeouts_s = args.test_timeout, {}
-    if args.launcher is not None:
-        settings.launcher = args.launcher
-    check_names(settings, env, from_cli=bool(args.tests))
+    inputs = run_inputs.resolve(env, options, settings)
     # Stages that launch nothing, given a kept run's dir, act on that run (its work on the hosts).
     kept = None
     if args.run_dir is not None and "validate" not in options.stages:
@@ -174,26 +169,11 @@ def make_context(args: argparse.Namespace) -> RunContext:
         env=env.name,
         inventory=str(env.hosts_file or env.terraform_dir),
         run_dir=str(run_dir),
-        threshold_profile=settings.threshold_profile,
+        threshold_profile=inputs.profile,
     )
-    return RunContext(env=env, options=options, settings=settings, run_dir=run_dir, results=results)
-
-
-def check_names(settings: Settings, env: EnvSpec, from_cli: bool) -> None:
-    """Unknown tests or profiles fail here, before anything is provisioned, naming where they were set."""
-    where = settings_file(env.inventory_dir) or env.inventory_dir
-    specs = catalog.select(settings.tests, "--tests" if from_cli else f"pav_tests of {where}")
-    if settings.platform == "k8s":
-        from pav.k8s.kinds import job_kind  # a k8s run refuses a CPU test before provision creates a cluster
-
-        for spec in specs:
-            job_kind(spec)
-    catalog.select(list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where}")
-    if settings.threshold_profile != "auto":
-        try:
-            profile_path(settings.threshold_profile)
-        except PavError as exc:
-            raise PavError(f"{where}: {exc}") from None
+    return RunContext(
+        env=env, options=options, settings=settings, run_dir=run_dir, results=results, inputs=inputs
+    )
 
 
 def run(argv: list[str]) -> int:

@@ -10,39 +10,28 @@ from typing import TYPE_CHECKING, Any
 from pav import paths
 from pav.envs import EnvSpec
 from pav.inventory import Host
-from pav.launches import Launch
+from pav.launch import Launch
+from pav.options import STAGES, Options
 from pav.provisioning.state import state_dir
 from pav.results import RunResults
+from pav.run_inputs import RunInputs
 from pav.settings import Settings
 from pav.thresholds.gate import Gate
 
 if TYPE_CHECKING:  # judging pulls in evaluate and the gates: a run loads it at its first judging
     from pav.judging import Judge
 
-STAGES = ("provision", "configure", "validate", "collect", "isolate", "report", "teardown")
-
-
-@dataclass
-class Options:
-    stages: tuple[str, ...] = STAGES
-    keep: bool = False
-    dry_run: bool = False
-    verbose: bool = False
-    hosts: int | None = None  # --hosts N for envs that provision
-    apply_tuning: bool | None = None  # None: the env's pav_apply_tuning
-    allow_missing: int = 0  # --allow-missing N: unreachable hosts the run goes on without
-    max_hours: int | None = None  # --max-hours H: cloud resources' pav-expires-at label, H hours on
-    results_root: Path = Path("runs")  # where run dirs live; the report compares with earlier runs there
-    extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars
+__all__ = ["STAGES", "Options", "RunContext"]  # Options and STAGES are read from here too
 
 
 @dataclass
 class RunContext:
     env: EnvSpec
     options: Options
-    settings: Settings
+    settings: Settings  # what the env's files and -e say; ctx.inputs holds what the run does with them
     run_dir: Path
     results: RunResults
+    inputs: RunInputs  # resolved once before any stage (pav.run_inputs): flags over settings, tests selected
     inventory_file: Path | None = None
     hosts: list[Host] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)  # one per test: what the report judges
@@ -62,11 +51,6 @@ class RunContext:
         return [h.name for h in self.hosts]
 
     @property
-    def apply_tuning(self) -> bool:
-        chosen = self.options.apply_tuning
-        return self.settings.apply_tuning if chosen is None else chosen
-
-    @property
     def remote_run_dir(self) -> str:
         """The run's own folder on each host (roles: run_tests_run_dir; teardown removes it)."""
         return f"{self.settings.remote_dir}/runs/{self.results.run_id}"
@@ -76,7 +60,7 @@ class RunContext:
         """Where the tools a run installs (payload, MPI program, nccl-tests) go on each host: beside the runs,
         kept for the next run; or, when tuning runs in check mode, in the run's own folder, so that the run
         leaves the host as it found it (teardown removes that folder)."""
-        return self.settings.remote_dir if self.apply_tuning else self.remote_run_dir
+        return self.settings.remote_dir if self.inputs.apply_tuning else self.remote_run_dir
 
     def extravars(self) -> dict[str, Any]:
         """Variables every playbook gets: the user's -e, then the driver's own (settings among them already
@@ -87,8 +71,8 @@ class RunContext:
             "pav_remote_dir": self.settings.remote_dir,
             "pav_install_dir": self.install_dir,
             "pav_payload_src": str(paths.PAYLOAD),
-            "pav_apply_tuning": self.apply_tuning,
-            "pav_launcher": self.settings.launcher,
+            "pav_apply_tuning": self.inputs.apply_tuning,
+            "pav_launcher": self.inputs.launcher,
             "pav_allow_missing": self.options.allow_missing,
             # Outlives the run: keys the hosts keep (mpirun's cluster key) must be the same next run.
             "pav_state_dir": str(state_dir(self.env.state_name)),

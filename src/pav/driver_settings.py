@@ -51,10 +51,6 @@ class Settings:
     # Where each key read was last set: the file, or -e; errors found after the load name it.
     origins: dict[str, str] = field(default_factory=dict, metadata=NOT_A_KEY)
 
-    def timeout_for(self, test: str) -> int:
-        """Seconds a launch of this test may run before it is killed on every host."""
-        return self.test_timeouts_s.get(test, self.test_timeout_s)
-
 
 def key_fields() -> list[Field[Any]]:
     """The fields read as pav_<name> keys."""

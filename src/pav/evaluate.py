@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.nccl_tests import record as nccl_record
 from pav.nccl_tests.grade import grade as nccl_grade
 from pav.nccl_tests.parse import op_from_name, parse_text

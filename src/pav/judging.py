@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pav import catalog
 from pav.evaluate import NO_THRESHOLD, evaluate_group, evaluate_launch, gate_failures
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.nccl_tests.grade import grade
 from pav.nccl_tests.parse import NcclLog, Placement, Row
 from pav.results import HostRecord, TestResult

@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pav.catalog import TestSpec
+from pav.launch import Launch
 from pav.results import TestResult
 from pav.settings import Settings
 
 # Placeholders the run_tests role fills in per host (where the host keeps its Python and binaries).
 PYTHON, NCCL_TESTS_DIR, MPI_BIN_DIR = "{python}", "{nccl_tests_dir}", "{mpi_bin_dir}"
-
-
-@dataclass
-class Launch:
-    test: str
-    launcher: str
-    scope: str
-    timeout_s: int
-    argv_by_host: dict[str, list[str]] = field(default_factory=dict)  # where a command starts
-    ranks_by_host: dict[str, int] = field(default_factory=dict)  # result files each host must return
-    members: list[str] = field(default_factory=list)  # hosts the test spans
-    env: dict[str, str] = field(default_factory=dict)  # set for the launcher and every rank
-    gates_of: str = ""  # the test whose threshold gates judge this one; empty: its own
-
-    @property
-    def hosts(self) -> list[str]:
-        return list(self.argv_by_host)
-
-    def to_var(self) -> dict[str, Any]:
-        return asdict(self)
+# A test's seconds before it is killed on every host (pav.run_inputs: --test-timeout, else the settings').
+TimeoutFor = Callable[[str], int]
 
 
 @dataclass(frozen=True)
@@ -47,7 +31,7 @@ class HostView:
 
 
 def plan_launches(
-    specs: list[TestSpec], hosts: list[HostView], settings: Settings, run_id: str
+    specs: list[TestSpec], hosts: list[HostView], settings: Settings, run_id: str, timeout_for: TimeoutFor
 ) -> tuple[list[Launch], list[TestResult]]:
     """The launches to run, and the results of tests that will not run (skipped, or error: unavailable)."""
     launches: list[Launch] = []
@@ -58,7 +42,7 @@ def plan_launches(
             not_launched.append(TestResult(spec.name, names, "skipped", "needs --launcher slurm"))
             continue
         if spec.scope == "cluster":
-            launch, skip = cluster_launch(spec, hosts, settings, run_id)
+            launch, skip = cluster_launch(spec, hosts, settings, run_id, timeout_for(spec.name))
             launches += [launch] if launch else []
             not_launched += [skip] if skip else []
             continue
@@ -66,9 +50,11 @@ def plan_launches(
             spec.name,
             spec.launcher,
             spec.scope,
-            settings.timeout_for(spec.name),
+            timeout_for(spec.name),
             env=dict(spec.env),
             gates_of=spec.gates_of,
+            payload_args=_payload_args(spec) if spec.launcher == "torchrun" else [],
+            cpu_only=not spec.needs_gpu,
         )
         for host in hosts:
             argv = _host_plan(spec, host, settings)
@@ -109,7 +95,7 @@ def _host_plan(spec: TestSpec, host: HostView, settings: Settings) -> list[str] 
 
 
 def cluster_launch(
-    spec: TestSpec, hosts: list[HostView], settings: Settings, run_id: str
+    spec: TestSpec, hosts: list[HostView], settings: Settings, run_id: str, timeout_s: int
 ) -> tuple[Launch | None, TestResult | None]:
     names = [h.name for h in hosts]
     if len(hosts) < 2:
@@ -120,7 +106,7 @@ def cluster_launch(
         )
     procs = min(h.gpus for h in hosts) if spec.needs_gpu else settings.cpu_procs_per_host
     launch = Launch(
-        spec.name, spec.launcher, spec.scope, settings.timeout_for(spec.name), members=names,
+        spec.name, spec.launcher, spec.scope, timeout_s, members=names,
         env=dict(spec.env), gates_of=spec.gates_of,
     )  # fmt: skip
     if spec.launcher == "nccl_tests":
@@ -142,7 +128,7 @@ def cluster_launch(
             "--rdzv_backend", "c10d", "--rdzv_endpoint", endpoint, "--rdzv_id", f"{run_id}-{spec.name}",
             # Advertise the address, not the hostname: cluster hosts often cannot resolve each other's names.
             "--local-addr", host.address,
-            "-m", "pav_payload", *spec.args, *_out_args(spec),
+            "-m", "pav_payload", *_payload_args(spec),
         ]  # fmt: skip
         launch.ranks_by_host[host.name] = procs
     return launch, None
@@ -182,8 +168,13 @@ def _host_argv(spec: TestSpec, procs: int) -> list[str]:
         return [f"{NCCL_TESTS_DIR}/{spec.args[0]}", *spec.args[1:], "-g", str(procs)]
     return [
         PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(procs),
-        "-m", "pav_payload", *spec.args, *_out_args(spec),
+        "-m", "pav_payload", *_payload_args(spec),
     ]  # fmt: skip
+
+
+def _payload_args(spec: TestSpec) -> list[str]:
+    """What a torchrun test's argv runs after `-m pav_payload` (a host-scope one's Launch.payload_args)."""
+    return [*spec.args, *_out_args(spec)]
 
 
 def _out_args(spec: TestSpec) -> list[str]:

@@ -19,7 +19,7 @@ RUN_STAGES = ("provision", "configure", "validate")
 
 def platform_for(ctx: RunContext) -> Platform:
     """The platform the run's settings name; k8s's stages load only for a k8s run."""
-    if ctx.settings.platform == "k8s":
+    if ctx.inputs.platform == "k8s":
         from pav.k8s.platform import k8s
 
         return k8s()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pav import catalog, paths
+from pav import paths
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.provisioning.declared import declared_resources
 from pav.provisioning.terraform_env import TerraformEnv
-from pav.slurm.plan import with_checks
 from pav.thresholds.profiles import planned_profile
 from pav.yamlfile import load_mapping
 
@@ -24,13 +23,10 @@ def render(ctx: RunContext) -> str:
         lines += _existing_hosts(ctx)
     else:
         lines += _terraform_plan(ctx)
-    specs = catalog.select(ctx.settings.tests)
-    if ctx.settings.launcher == "slurm":
-        specs = with_checks(specs)
-    settings = ctx.settings
-    lines.append(f"threshold profile: {planned_profile(settings.threshold_profile)}")
-    lines.append(f"tests (launcher {settings.launcher}):")
-    for spec in specs:
+    inputs = ctx.inputs
+    lines.append(f"threshold profile: {planned_profile(inputs.profile)}")
+    lines.append(f"tests (launcher {inputs.launcher}):")
+    for spec in inputs.tests:
         needs = "GPU" if spec.needs_gpu else "CPU"
         lines.append(f"  {spec.name:<30} {spec.scope:<8} {needs:<4} {spec.description}")
     return "\n".join(lines) + "\n"
@@ -50,7 +46,7 @@ def _terraform_plan(ctx: RunContext) -> list[str]:
     """The root, the variables and the resources a provisioning run would use: offline, nothing created."""
     assert ctx.env.terraform_dir is not None
     env = TerraformEnv.for_env(ctx.env, ctx.options.max_hours)
-    hosts = ctx.options.hosts or ctx.settings.hosts
+    hosts = ctx.inputs.hosts
     lines = [f"  {hosts} host(s), created by Terraform root {ctx.env.terraform_dir}"]
     lines.append(f"  state dir: {env.state}")
     if ctx.env.terraform_values:
@@ -95,12 +91,13 @@ def _stage_note(ctx: RunContext, stage: str) -> str:
         return f": terraform apply in {ctx.env.terraform_dir}" if ctx.env.provisions else ": static inventory"
     if stage == "configure":
         files = f"{', '.join(tuning_files(ctx))} on {', '.join(ctx.host_names) or 'every host'}"
-        if ctx.apply_tuning:
+        if ctx.inputs.apply_tuning:
             return f": tuning applied: writes {files}"
         told = "" if ctx.env.provisions else "; hosts it did not create change with --apply-tuning only"
         return f": tuning in check mode (diff only{told}): would write {files}"
     if stage == "isolate":
-        return ": a failing multi-host test re-runs on pairs of hosts" if ctx.settings.isolate else ": off"
+        off = ctx.inputs.no_pair_reruns
+        return f": off ({off})" if off else ": a failing multi-host test re-runs on pairs of hosts"
     if stage == "teardown" and ctx.options.keep:
         return ": --keep"
     return ""

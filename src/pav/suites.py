@@ -12,12 +12,12 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from pav.launches import PYTHON, Launch
+from pav.launch import Launch
+from pav.launches import PYTHON
 
 # Seconds the launch gets on top of its tests' own limits: its watchdog kills a test at its limit, so this
 # only covers starting a suite again after a test that hung or died.
 RESTART_GRACE_S = 60
-_STANDALONE = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node"]
 
 
 def fold(launches: list[Launch]) -> list[Launch]:
@@ -45,21 +45,13 @@ def fold_with_members(launches: list[Launch]) -> list[tuple[Launch, list[Launch]
 
 
 def _key(launch: Launch) -> tuple[Any, ...] | None:
-    """What must be equal for two tests to share a process group; None: this launch runs alone."""
-    if launch.launcher != "torchrun" or launch.scope != "host":
+    """What must be equal for two tests to share a process group; None: this launch runs alone. Read from
+    the launch's fields (pav.launches sets payload_args on a payload test each host runs alone)."""
+    if launch.launcher != "torchrun" or launch.scope != "host" or not launch.payload_args:
         return None
-    if any(argv[: len(_STANDALONE)] != _STANDALONE for argv in launch.argv_by_host.values()):
-        return None
-    args = _payload_args(next(iter(launch.argv_by_host.values())))
-    backend = args[args.index("--backend") + 1] if "--backend" in args else "auto"
-    # auto is nccl wherever CUDA is, the only place an explicit nccl test is planned: the two may share.
-    group = "gloo" if backend == "gloo" else "nccl-or-auto"
+    # A GPU test's backend (nccl, or auto: nccl wherever CUDA is) and a CPU test's gloo cannot share one.
+    group = "gloo" if launch.cpu_only else "nccl-or-auto"
     return (tuple(sorted(launch.ranks_by_host.items())), tuple(sorted(launch.env.items())), group)
-
-
-def _payload_args(argv: list[str]) -> list[str]:
-    """What follows `-m pav_payload` in a torchrun argv: the test's own subcommand and options."""
-    return argv[argv.index("pav_payload") + 1 :]
 
 
 def suites_launch(keyed: list[tuple[tuple[Any, ...], Launch]], number: int) -> Launch:
@@ -75,13 +67,10 @@ def suites_launch(keyed: list[tuple[tuple[Any, ...], Launch]], number: int) -> L
     for host in tests[0].argv_by_host:
         plan = [
             {
-                "nproc": int(group[0].argv_by_host[host][len(_STANDALONE)]),
+                "nproc": group[0].ranks_by_host[host],
                 "env": group[0].env,
                 "cpu_only": key[2] == "gloo",
-                "tests": [
-                    {"test": t.test, "timeout_s": t.timeout_s, "args": _payload_args(t.argv_by_host[host])}
-                    for t in group
-                ],
+                "tests": [{"test": t.test, "timeout_s": t.timeout_s, "args": t.payload_args} for t in group],
             }
             for key, group in ordered
         ]
@@ -90,5 +79,5 @@ def suites_launch(keyed: list[tuple[tuple[Any, ...], Launch]], number: int) -> L
     first = tests[0]
     return replace(
         first, test=f"pav_suites_{number}", timeout_s=timeout, argv_by_host=argv_by_host, ranks_by_host={},
-        env={},
+        env={}, payload_args=[],
     )  # fmt: skip

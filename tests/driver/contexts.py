@@ -1,10 +1,12 @@
-"""A RunContext for tests of the driver's own decisions, with no env, inventory or run behind it."""
+"""A RunContext for tests of the driver's own decisions, with no env, inventory or run behind it. Its inputs
+are resolved from the settings and options given, as cli.make_context resolves a run's."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
+from pav import run_inputs
 from pav.context import Options, RunContext
 from pav.envs import EnvSpec
 from pav.inventory import Host
@@ -17,7 +19,8 @@ def context(
 ) -> RunContext:
     env = EnvSpec("t", Path("inv"), None if provisions else Path("inv/hosts.yml"),
                   Path("tf") if provisions else None)  # fmt: skip
-    ctx = RunContext(env, options or Options(), replace(Settings(), **settings), Path("run"),
-                     RunResults("id", "t", "inv", "run"))  # fmt: skip
+    chosen, given = options or Options(), replace(Settings(), **settings)
+    inputs = run_inputs.resolve(env, chosen, given)
+    ctx = RunContext(env, chosen, given, Path("run"), RunResults("id", "t", "inv", "run"), inputs)
     ctx.hosts = [Host(f"h{i}", f"10.0.0.{i}") for i in range(hosts)]
     return ctx

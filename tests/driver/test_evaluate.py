@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pav.evaluate import evaluate_launch
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.results import TestResult, verdict_of
 from pav.thresholds.gate import Gate
 

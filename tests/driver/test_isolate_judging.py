@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.results import HostRecord, TestResult
 from pav.stages import collect, isolate, report, validate
 from pav.thresholds.derive import SIZE

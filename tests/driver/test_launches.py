@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pav import catalog
 from pav.launches import HostView, plan_launches
+from pav.run_inputs import Timeouts
 from pav.settings import Settings
+
+LIMIT = Timeouts(900).for_test
 
 
 def hosts(n: int, gpus: int = 0) -> list[HostView]:
@@ -12,7 +15,9 @@ def hosts(n: int, gpus: int = 0) -> list[HostView]:
 
 
 def test_gpu_tests_skip_without_gpus() -> None:
-    launches, skipped = plan_launches(catalog.select(["torch_nccl_allreduce"]), hosts(2), Settings(), "r")
+    launches, skipped = plan_launches(
+        catalog.select(["torch_nccl_allreduce"]), hosts(2), Settings(), "r", LIMIT
+    )
     assert launches == []
     assert [(s.hosts, s.status, s.reason) for s in skipped] == [
         (["h0"], "skipped", "no GPU"),
@@ -21,14 +26,16 @@ def test_gpu_tests_skip_without_gpus() -> None:
 
 
 def test_gpu_test_uses_every_gpu() -> None:
-    [launch], _ = plan_launches(catalog.select(["torch_nccl_allreduce"]), hosts(1, gpus=8), Settings(), "r")
+    [launch], _ = plan_launches(
+        catalog.select(["torch_nccl_allreduce"]), hosts(1, gpus=8), Settings(), "r", LIMIT
+    )
     argv = launch.argv_by_host["h0"]
     assert argv[argv.index("--nproc_per_node") + 1] == "8"
     assert launch.ranks_by_host == {"h0": 8}
 
 
 def test_cluster_test_rendezvous_on_first_host() -> None:
-    [launch], _ = plan_launches(catalog.select(["ddp_cpu_train_multi"]), hosts(3), Settings(), "run1")
+    [launch], _ = plan_launches(catalog.select(["ddp_cpu_train_multi"]), hosts(3), Settings(), "run1", LIMIT)
     assert launch.members == ["h0", "h1", "h2"]
     for i, name in enumerate(launch.members):
         argv = launch.argv_by_host[name]
@@ -38,12 +45,12 @@ def test_cluster_test_rendezvous_on_first_host() -> None:
 
 
 def test_cluster_test_needs_two_hosts() -> None:
-    launches, [skip] = plan_launches(catalog.select(["mpi_allreduce"]), hosts(1), Settings(), "r")
+    launches, [skip] = plan_launches(catalog.select(["mpi_allreduce"]), hosts(1), Settings(), "r", LIMIT)
     assert launches == [] and skip.reason == "needs 2 or more hosts"
 
 
 def test_mpirun_starts_on_first_host_only() -> None:
-    [launch], _ = plan_launches(catalog.select(["mpi_allreduce"]), hosts(3), Settings(), "r")
+    [launch], _ = plan_launches(catalog.select(["mpi_allreduce"]), hosts(3), Settings(), "r", LIMIT)
     assert list(launch.argv_by_host) == ["h0"]
     argv = launch.argv_by_host["h0"]
     assert argv[argv.index("-np") + 1] == "6"
@@ -58,16 +65,18 @@ def nccl_hosts(n: int, mpi: bool) -> list[HostView]:
 
 def test_inter_node_tests_pin_ring() -> None:
     names = ["torch_nccl_allreduce_multi", "nccl_tests_all_reduce_multi"]
-    launches, _ = plan_launches(catalog.select(names), nccl_hosts(2, mpi=True), Settings(), "r")
+    launches, _ = plan_launches(catalog.select(names), nccl_hosts(2, mpi=True), Settings(), "r", LIMIT)
     assert [launch.env for launch in launches] == [{"NCCL_ALGO": "Ring"}] * 2
     # Host-scope tests keep NCCL's own algorithm choice.
-    [local], _ = plan_launches(catalog.select(["torch_nccl_allreduce"]), nccl_hosts(1, True), Settings(), "r")
+    [local], _ = plan_launches(
+        catalog.select(["torch_nccl_allreduce"]), nccl_hosts(1, True), Settings(), "r", LIMIT
+    )
     assert local.env == {}
 
 
 def test_inter_node_nccl_tests_one_rank_per_gpu_under_mpirun() -> None:
     [launch], _ = plan_launches(
-        catalog.select(["nccl_tests_all_reduce_multi"]), nccl_hosts(2, mpi=True), Settings(), "r"
+        catalog.select(["nccl_tests_all_reduce_multi"]), nccl_hosts(2, mpi=True), Settings(), "r", LIMIT
     )
     [argv] = launch.argv_by_host.values()
     assert argv[:3] == ["{mpi_bin_dir}/pav-mpirun", "-np", "16"]
@@ -76,14 +85,14 @@ def test_inter_node_nccl_tests_one_rank_per_gpu_under_mpirun() -> None:
 
 def test_inter_node_nccl_tests_need_an_mpi_build() -> None:
     launches, [error] = plan_launches(
-        catalog.select(["nccl_tests_all_reduce_multi"]), nccl_hosts(2, mpi=False), Settings(), "r"
+        catalog.select(["nccl_tests_all_reduce_multi"]), nccl_hosts(2, mpi=False), Settings(), "r", LIMIT
     )
     assert launches == [] and error.status == "error" and "nccl_tests_mpi: true" in error.reason
 
 
 def test_a_one_gpu_host_skips_multi_rank_gpu_tests_and_runs_the_probe() -> None:
     names = ["gpu_probe", "train_gpu_single", "torch_nccl_allreduce", "train_gpu_ddp", "nccl_tests_sendrecv"]
-    launches, skipped = plan_launches(catalog.select(names), hosts(1, gpus=1), Settings(), "r")
+    launches, skipped = plan_launches(catalog.select(names), hosts(1, gpus=1), Settings(), "r", LIMIT)
     assert [launch.test for launch in launches] == ["gpu_probe", "train_gpu_single"]
     assert launches[0].ranks_by_host == {"h0": 1}
     assert {s.name: s.status for s in skipped} == dict.fromkeys(names[2:], "skipped")
@@ -93,6 +102,6 @@ def test_a_one_gpu_host_skips_multi_rank_gpu_tests_and_runs_the_probe() -> None:
 def test_cpu_tests_stay_on_gloo_on_a_gpu_host() -> None:
     # Two NCCL ranks on a 1-GPU host fail with "Duplicate GPU detected"; CPU tests must not pick NCCL.
     for name in ("ddp_cpu_train", "torch_gloo_allreduce"):
-        [launch], _ = plan_launches(catalog.select([name]), hosts(1, gpus=1), Settings(), "r")
+        [launch], _ = plan_launches(catalog.select([name]), hosts(1, gpus=1), Settings(), "r", LIMIT)
         argv = launch.argv_by_host["h0"]
         assert argv[argv.index("--backend") + 1] == "gloo"

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from pav import catalog, cli
+from pav import cli, run_inputs
+from pav.envs import resolve_env
 from pav.errors import PavError
 from pav.launches import HostView, plan_launches
+from pav.options import Options
 from pav.results import HostRecord
 from pav.settings import Settings, load_settings, settings_from
 from pav.stages.report import run_judge
@@ -18,10 +20,10 @@ from tests.driver.contexts import context
 
 def test_a_tests_own_timeout_wins_over_the_runs() -> None:
     settings = settings_from({"pav_test_timeout_s": 600, "pav_test_timeouts_s": {"ddp_cpu_train": 60}}, "gv")
+    settings.tests = ["ddp_cpu_train", "torch_gloo_allreduce"]
+    inputs = run_inputs.resolve(resolve_env("local"), Options(), settings)
     host = HostView("h0", "10.0.0.1", {"gpu": {"count": 0}, "cpu": {"vcpus": 4}})
-    launches, _ = plan_launches(
-        catalog.select(["ddp_cpu_train", "torch_gloo_allreduce"]), [host], settings, "r"
-    )
+    launches, _ = plan_launches(list(inputs.tests), [host], settings, "r", inputs.timeouts.for_test)
     assert {la.test: la.timeout_s for la in launches} == {"ddp_cpu_train": 60, "torch_gloo_allreduce": 600}
 
 

@@ -8,15 +8,30 @@ from pathlib import Path
 import pytest
 
 from pav import catalog
+from pav.catalog import with_slurm_checks
 from pav.errors import PavError
+from pav.launch import Launch
 from pav.launches import HostView, plan_launches
+from pav.results import TestResult
+from pav.run_inputs import Timeouts
 from pav.settings import Settings, settings_from
 from pav.slurm.plan import plan_slurm
+
+LIMIT = Timeouts(900).for_test
 
 
 def hosts(n: int, gpus: int = 0) -> list[HostView]:
     facts = {"gpu": {"count": gpus}, "cpu": {"vcpus": 16}}
     return [HostView(f"h{i}", f"10.0.0.{i + 1}", {**facts, "hostname": f"node{i}"}) for i in range(n)]
+
+
+def plan(
+    specs: list[catalog.TestSpec], views: list[HostView], settings: Settings, run_id: str, run_dir: Path
+) -> tuple[list[Launch], list[Launch], list[TestResult]]:
+    """plan_slurm as the validate stage calls it: the run's tests with the Slurm checks folded in (as the
+    run's inputs fold them), each test with the settings' limit."""
+    limit = Timeouts(settings.test_timeout_s).for_test
+    return plan_slurm(with_slurm_checks(specs), views, settings, run_id, run_dir, limit)
 
 
 def slurm_settings(shared: str = "/shared") -> Settings:
@@ -25,7 +40,7 @@ def slurm_settings(shared: str = "/shared") -> Settings:
 
 def test_cluster_run_is_one_job_submitted_from_the_first_host(tmp_path: Path) -> None:
     specs = catalog.select(["ddp_cpu_train_multi"])
-    launches, _, _ = plan_slurm(specs, hosts(3), slurm_settings(), "r1", tmp_path)
+    launches, _, _ = plan(specs, hosts(3), slurm_settings(), "r1", tmp_path)
     [launch] = [la for la in launches if la.test == "ddp_cpu_train_multi"]
     assert list(launch.argv_by_host) == ["h0"] and launch.members == ["h0", "h1", "h2"]
     assert launch.ranks_by_host == {"h0": 6}  # 3 nodes x pav_cpu_procs_per_host
@@ -43,7 +58,7 @@ def test_cluster_run_is_one_job_submitted_from_the_first_host(tmp_path: Path) ->
 
 def test_host_tests_are_one_pinned_job_per_host(tmp_path: Path) -> None:
     specs = catalog.select(["torch_nccl_allreduce"])
-    launches, _, _ = plan_slurm(specs, hosts(2, gpus=8), slurm_settings(), "r1", tmp_path)
+    launches, _, _ = plan(specs, hosts(2, gpus=8), slurm_settings(), "r1", tmp_path)
     [launch] = [la for la in launches if la.test == "torch_nccl_allreduce"]
     assert set(launch.argv_by_host) == {"h0", "h1"} and launch.ranks_by_host == {"h0": 8, "h1": 8}
     script = (tmp_path / "slurm" / "torch_nccl_allreduce.h1.sbatch").read_text()
@@ -56,7 +71,7 @@ def test_a_hosts_torch_tests_of_one_shape_are_one_job_on_each_host(tmp_path: Pat
     """As the direct launcher folds them (pav.suites): one sbatch per host runs both tests as a suite, and
     the job's record goes to each test's results; each test is still judged as its own launch."""
     specs = catalog.select(["torch_gloo_allreduce", "ddp_cpu_train", "ddp_cpu_train_multi"])
-    launches, runs, _ = plan_slurm(specs, hosts(2), slurm_settings(), "r1", tmp_path)
+    launches, runs, _ = plan(specs, hosts(2), slurm_settings(), "r1", tmp_path)
     judged = [la.test for la in launches if la.test in ("torch_gloo_allreduce", "ddp_cpu_train")]
     assert judged == ["torch_gloo_allreduce", "ddp_cpu_train"]
     [suite] = [run for run in runs if run.test.startswith("pav_suites")]
@@ -75,14 +90,12 @@ def test_a_hosts_torch_tests_of_one_shape_are_one_job_on_each_host(tmp_path: Pat
     subprocess.run(["bash", "-n", str(tmp_path / "slurm" / f"{suite.test}.h1.sbatch")], check=True)
     # pav_fold_launches: false gives each test its jobs back.
     unfolded = Settings(launcher="slurm", shared_dir="/shared", test_timeout_s=300, fold_launches=False)
-    _, runs, _ = plan_slurm(specs, hosts(2), unfolded, "r2", tmp_path / "unfolded")
+    _, runs, _ = plan(specs, hosts(2), unfolded, "r2", tmp_path / "unfolded")
     assert {run.test for run in runs if run.scope == "host"} == {"torch_gloo_allreduce", "ddp_cpu_train"}
 
 
 def test_slurm_checks_come_first_and_gpu_check_skips_without_gpus(tmp_path: Path) -> None:
-    launches, _, skipped = plan_slurm(
-        catalog.select(["mpi_allreduce"]), hosts(2), slurm_settings(), "r", tmp_path
-    )
+    launches, _, skipped = plan(catalog.select(["mpi_allreduce"]), hosts(2), slurm_settings(), "r", tmp_path)
     assert [la.test for la in launches] == ["slurm_cluster_state", "slurm_cpu_binding", "slurm_shared_fs",
                                             "mpi_allreduce"]  # fmt: skip
     assert [(s.name, s.reason) for s in skipped] == [("slurm_gpu_binding", "no GPU on h0,h1")]
@@ -93,7 +106,7 @@ def test_slurm_checks_come_first_and_gpu_check_skips_without_gpus(tmp_path: Path
 def test_each_slurm_check_runs_its_payload_check_where_the_catalog_says(tmp_path: Path) -> None:
     """The cluster state on the first host alone, outside any job; shared-fs one task per node; the rest a
     task per process, each with its pav_payload.slurm_check argument."""
-    launches, _, _ = plan_slurm([], hosts(3), slurm_settings(), "r", tmp_path)
+    launches, _, _ = plan([], hosts(3), slurm_settings(), "r", tmp_path)
     by_test = {la.test: la for la in launches}
     state = by_test["slurm_cluster_state"]
     assert state.ranks_by_host == {"h0": 1} and state.members == ["h0", "h1", "h2"]
@@ -118,9 +131,7 @@ def test_nccl_tests_across_nodes_run_a_rank_per_gpu_with_the_tests_env(tmp_path:
         view.facts["nccl_tests"] = {"available": True, "mpi": True, "bin_dir": "/opt/nt/build"}
     settings = slurm_settings()
     settings.slurm_mpi = "pmi2"
-    launches, _, _ = plan_slurm(
-        catalog.select(["nccl_tests_all_reduce_multi"]), views, settings, "r", tmp_path
-    )
+    launches, _, _ = plan(catalog.select(["nccl_tests_all_reduce_multi"]), views, settings, "r", tmp_path)
     [multi] = [la for la in launches if la.test == "nccl_tests_all_reduce_multi"]
     assert multi.env == {"NCCL_ALGO": "Ring"}  # sbatch passes it on to every rank
     script = (tmp_path / "slurm" / "nccl_tests_all_reduce_multi.sbatch").read_text()
@@ -131,14 +142,14 @@ def test_nccl_tests_across_nodes_run_a_rank_per_gpu_with_the_tests_env(tmp_path:
 
 def test_every_slurm_launch_carries_its_tests_env(tmp_path: Path) -> None:
     specs = catalog.select(["torch_nccl_allreduce_multi"])
-    direct, _ = plan_launches(specs, hosts(2, gpus=8), Settings(), "r")
-    launches, _, _ = plan_slurm(specs, hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
+    direct, _ = plan_launches(specs, hosts(2, gpus=8), Settings(), "r", LIMIT)
+    launches, _, _ = plan(specs, hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
     [slurm] = [la for la in launches if la.test == "torch_nccl_allreduce_multi"]
     assert slurm.env == direct[0].env == {"NCCL_ALGO": "Ring"}
 
 
 def test_gpu_binding_asks_one_gpu_per_task(tmp_path: Path) -> None:
-    launches, _, _ = plan_slurm([], hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
+    launches, _, _ = plan([], hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
     [check] = [la for la in launches if la.test == "slurm_gpu_binding"]
     assert check.ranks_by_host == {"h0": 16}
     script = (tmp_path / "slurm" / "slurm_gpu_binding.sbatch").read_text()
@@ -146,7 +157,7 @@ def test_gpu_binding_asks_one_gpu_per_task(tmp_path: Path) -> None:
 
 
 def test_without_shared_dir_spanning_jobs_are_errors_naming_the_fix(tmp_path: Path) -> None:
-    launches, _, skipped = plan_slurm(catalog.select([]), hosts(2), slurm_settings(shared=""), "r", tmp_path)
+    launches, _, skipped = plan(catalog.select([]), hosts(2), slurm_settings(shared=""), "r", tmp_path)
     assert [la.test for la in launches] == ["slurm_cluster_state"]
     errors = {s.name: s.reason for s in skipped if s.status == "error"}
     assert set(errors) == {"slurm_cpu_binding", "slurm_shared_fs"}
@@ -154,7 +165,7 @@ def test_without_shared_dir_spanning_jobs_are_errors_naming_the_fix(tmp_path: Pa
 
 
 def test_direct_launcher_skips_slurm_checks() -> None:
-    launches, skipped = plan_launches(catalog.select(["slurm_shared_fs"]), hosts(2), Settings(), "r")
+    launches, skipped = plan_launches(catalog.select(["slurm_shared_fs"]), hosts(2), Settings(), "r", LIMIT)
     assert launches == [] and [(s.status, s.reason) for s in skipped] == [
         ("skipped", "needs --launcher slurm")
     ]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from pav import catalog
-from pav.launches import HostView, Launch, plan_launches
+from pav.launch import Launch
+from pav.launches import HostView, plan_launches
+from pav.run_inputs import Timeouts
 from pav.settings import Settings
 from pav.suites import fold
 
@@ -15,8 +18,8 @@ FACTS = {"gpu": {"count": 4}, "nccl_tests": {"available": True, "bin_dir": "/opt
 
 def planned(names: list[str]) -> list[Launch]:
     hosts = [HostView(f"h{i}", f"10.0.0.{i}", FACTS) for i in range(2)]
-    settings = Settings(test_timeouts_s={"gpu_probe": 50})
-    launches, _ = plan_launches(catalog.select(names), hosts, settings, "r1")
+    timeouts = Timeouts(900, {"gpu_probe": 50})
+    launches, _ = plan_launches(catalog.select(names), hosts, Settings(), "r1", timeouts.for_test)
     return launches
 
 
@@ -53,3 +56,20 @@ def test_a_hosts_tests_of_one_world_shape_share_a_suite_and_keep_their_own_limit
 def test_a_lone_test_and_other_launchers_are_left_alone() -> None:
     launches = planned(["torch_gloo_allreduce", "nccl_tests_all_reduce", "torch_nccl_allreduce_multi"])
     assert fold(launches) == launches
+
+
+def test_suites_fold_from_the_launches_fields_not_their_argv() -> None:
+    """What a suite runs is each test's Launch.payload_args and ranks, as planned: its argv is never read
+    back (a launcher's argv may change form without changing what is folded)."""
+    launches = planned(["torch_gloo_allreduce", "ddp_cpu_train"])
+    opaque = [
+        dataclasses.replace(la, argv_by_host={h: ["opaque"] for h in la.argv_by_host}) for la in launches
+    ]
+    [suite] = fold(opaque)
+    [cpu] = plan_of(suite)
+    assert cpu["nproc"] == launches[0].ranks_by_host["h0"] and cpu["cpu_only"] is True
+    assert [t["args"] for t in cpu["tests"]] == [la.payload_args for la in launches]
+    assert launches[0].payload_args[0] == "collectives" and launches[1].payload_args[0] == "train"
+    # Without payload_args (a launch pav.launches did not plan as a payload test alone) nothing is folded.
+    bare = [dataclasses.replace(la, payload_args=[]) for la in launches]
+    assert fold(bare) == bare

@@ -20,7 +20,7 @@ from pav.evaluate import evaluate_launch
 from pav.k8s import jobs, render
 from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.settings import load_settings
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
@@ -71,7 +71,7 @@ def test_the_pod_script_runs_and_its_log_gives_back_judged_results(tmp_path: Pat
 def _job_fields() -> dict[str, object]:
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     (planned,) = render.plan_jobs(
-        ["torch_nccl_allreduce"],
+        catalog.select(["torch_nccl_allreduce"]),
         load_config(inventory),
         fabric_env(load_settings(inventory)),
         1,
@@ -122,7 +122,7 @@ def test_mpijob_launch_names_the_nccl_tests_binary(tmp_path: Path) -> None:
     the log and rc the launcher printed under that worker's name, and is judged alone."""
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     cluster, host = render.plan_jobs(
-        ["nccl_tests_all_reduce_multi", "nccl_tests_all_reduce"],
+        catalog.select(["nccl_tests_all_reduce_multi", "nccl_tests_all_reduce"]),
         load_config(inventory), fabric_env(load_settings(inventory)), 2, "r1", lambda _: 60,
     )  # fmt: skip
     assert "-np 16 " in cluster.script and "-x NCCL_IB_HCA" in cluster.script
@@ -151,7 +151,7 @@ def test_cpu_tests_are_refused_on_k8s() -> None:
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     with pytest.raises(PavError, match="take it out of pav_tests"):
         render.plan_jobs(
-            ["torch_gloo_allreduce"],
+            catalog.select(["torch_gloo_allreduce"]),
             load_config(inventory),
             fabric_env(load_settings(inventory)),
             2,
@@ -165,7 +165,7 @@ def test_an_mpijob_whose_worker_failed_before_the_launcher_ends_at_once() -> Non
     deadline would hang the run for the whole test timeout."""
     inventory = paths.INVENTORIES / "nebius-eu-k8s"
     (job,) = render.plan_jobs(
-        ["nccl_tests_all_reduce"],
+        catalog.select(["nccl_tests_all_reduce"]),
         load_config(inventory),
         fabric_env(load_settings(inventory)),
         2,

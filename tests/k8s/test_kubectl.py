@@ -50,7 +50,7 @@ def install_pytorchjob_crd(api: ApiServer) -> None:
 def cpu_job(test: str, workers: int) -> render.Job:
     """A job as plan_jobs makes it for the env, but running a CPU test's script (one process per pod)."""
     (planned,) = render.plan_jobs(
-        ["torch_nccl_allreduce"],
+        catalog.select(["torch_nccl_allreduce"]),
         load_config(INVENTORY),
         fabric_env(load_settings(INVENTORY)),
         workers,

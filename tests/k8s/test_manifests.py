@@ -15,13 +15,15 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from pav import cli, paths
+from pav import catalog, cli, paths, run_inputs
+from pav.envs import resolve_env
 from pav.errors import PavError
 from pav.k8s import render
 from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.policy import check_manifest, problems
 from pav.k8s_settings import TEMPLATES
+from pav.options import Options
 from pav.settings import load_settings, settings_from
 
 ENV = "nebius-eu-k8s"
@@ -184,7 +186,12 @@ def test_a_template_that_drops_a_seed_habit_is_refused(
     monkeypatch.setattr(render, "TEMPLATES", edited)
     inventory = paths.INVENTORIES / ENV
     jobs = render.plan_jobs(
-        TESTS, load_config(inventory), fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600
+        catalog.select(TESTS),
+        load_config(inventory),
+        fabric_env(load_settings(inventory)),
+        2,
+        "r1",
+        lambda _: 600,
     )
     with pytest.raises(PavError, match=message):
         render.render(jobs, "pav")
@@ -230,17 +237,36 @@ def test_an_rdma_fabric_without_rdma_devices_in_the_pods_is_refused() -> None:
     inventory = paths.INVENTORIES / ENV
     config = dataclasses.replace(load_config(inventory), privileged=False)
     with pytest.raises(PavError, match="k8s_rdma_resource"):
-        render.plan_jobs(TESTS, config, fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600)
+        render.plan_jobs(
+            catalog.select(TESTS), config, fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600
+        )
     config = dataclasses.replace(config, rdma_resource="rdma/rdma_shared_device_a")
-    (job, _) = render.plan_jobs(TESTS, config, fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600)
+    (job, _) = render.plan_jobs(
+        catalog.select(TESTS), config, fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600
+    )
     assert job.rdma_resource == "rdma/rdma_shared_device_a"
 
 
 def test_a_tests_own_timeout_reaches_its_job() -> None:
-    """pav_test_timeouts_s works on k8s as on hosts: the job's deadline is the test's own, else the run's."""
-    settings = settings_from({"pav_test_timeout_s": 600, "pav_test_timeouts_s": {TESTS[0]: 90}}, "gv")
+    """pav_test_timeouts_s works on k8s as on hosts: the job's deadline is the test's own, else the run's;
+    the tests and the timeouts are the run's inputs, as the k8s validate stage plans them."""
+    settings = settings_from(
+        {
+            "pav_test_timeout_s": 600,
+            "pav_test_timeouts_s": {TESTS[0]: 90},
+            "pav_tests": TESTS,
+            "pav_platform": "k8s",
+        },
+        "gv",
+    )
     inventory = paths.INVENTORIES / ENV
+    inputs = run_inputs.resolve(resolve_env(ENV), Options(), settings)
     jobs = render.plan_jobs(
-        TESTS, load_config(inventory), fabric_env(load_settings(inventory)), 2, "r1", settings.timeout_for
+        inputs.tests,
+        load_config(inventory),
+        fabric_env(load_settings(inventory)),
+        2,
+        "r1",
+        inputs.timeouts.for_test,
     )
     assert {j.test: j.timeout_s for j in jobs} == {TESTS[0]: 90} | {t: 600 for t in TESTS[1:]}

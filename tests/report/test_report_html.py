@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pav.evaluate import evaluate_launch
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.reporting import gpu_grid, html
 from pav.thresholds.profiles import load_gates
 from tests.conftest import LocalRun

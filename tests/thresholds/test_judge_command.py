@@ -16,7 +16,7 @@ import pytest
 
 from pav.commands.judge import rejudge
 from pav.judging import explained_by_gates
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.results import HostRecord, TestResult
 from pav.stages import report
 from tests.conftest import assert_one_line_error, run_cli

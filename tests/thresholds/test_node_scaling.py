@@ -8,6 +8,7 @@ from typing import Any
 from pav import catalog
 from pav.launches import HostView, plan_launches
 from pav.results import TestResult
+from pav.run_inputs import Timeouts
 from pav.settings import Settings
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import add_scaling, split_gates
@@ -83,7 +84,7 @@ def host(name: str, address: str, gpus: int) -> HostView:
 def test_planned_as_one_torchrun_over_every_gpu_of_every_host() -> None:
     specs = catalog.select(["train_gpu_ddp_multi", "train_gpu_fsdp_multi"])
     hosts = [host("node-0", "10.0.0.1", 8), host("node-1", "10.0.0.2", 8)]
-    launches, skipped = plan_launches(specs, hosts, Settings(), "run1")
+    launches, skipped = plan_launches(specs, hosts, Settings(), "run1", Timeouts(900).for_test)
     assert skipped == [] and [la.test for la in launches] == ["train_gpu_ddp_multi", "train_gpu_fsdp_multi"]
     for launch in launches:
         assert launch.scope == "cluster" and launch.members == HOSTS
@@ -96,6 +97,10 @@ def test_planned_as_one_torchrun_over_every_gpu_of_every_host() -> None:
 def test_hosts_without_gpus_skip_it_naming_them() -> None:
     specs = catalog.select(["train_gpu_ddp_multi"])
     launches, [skip] = plan_launches(
-        specs, [host("sim-0", "10.1.0.2", 0), host("sim-1", "10.1.0.3", 0)], Settings(), "r"
+        specs,
+        [host("sim-0", "10.1.0.2", 0), host("sim-1", "10.1.0.3", 0)],
+        Settings(),
+        "r",
+        Timeouts(900).for_test,
     )
     assert launches == [] and skip.status == "skipped" and skip.reason == "no GPU on sim-0,sim-1"

@@ -8,7 +8,7 @@ from pav import rundir
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.k8s import provision, stages
-from pav.k8s.stages import manifests, workers
+from pav.k8s.stages import manifests
 from pav.provisioning import nebius
 from pav.thresholds.profiles import planned_profile
 
@@ -24,17 +24,18 @@ def dry_run(ctx: RunContext) -> int:
     lines += [f"  [{'run ' if ctx.wants(s) or s == 'report' else 'skip'}] {s}" for s in shown]
     lines.append("cluster:")
     if ctx.env.provisions:
+        nodes = ctx.inputs.hosts
         lines.append(
-            f"  Nebius Managed Kubernetes, {workers(ctx)} GPU node(s), Terraform root {ctx.env.terraform_dir}"
+            f"  Nebius Managed Kubernetes, {nodes} GPU node(s), Terraform root {ctx.env.terraform_dir}"
         )
         try:
             provision.check_kubectl_auth(os.environ)
-            preview = nebius.preview(ctx.env, workers(ctx))
+            preview = nebius.preview(ctx.env, ctx.inputs.hosts)
             lines += ["  variables:", *(f"    {k} = {v}" for k, v in sorted(preview.items()))]
         except PavError as exc:
             lines.append(f"  variables: cannot be set yet: {exc}")
     lines.append(f"  kubeconfig: {provision.kubeconfig_path(ctx.env)}")
-    lines.append(f"threshold profile: {planned_profile(ctx.settings.threshold_profile, 'k8s')}")
+    lines.append(f"threshold profile: {planned_profile(ctx.inputs.profile, 'k8s')}")
     lines.append("jobs (one at a time, each on every GPU of every node; per node: each pod its own world):")
     lines += [
         f"  {j.kind:<10} {j.name:<50} {j.workers}x{j.gpus_per_worker} GPU  "

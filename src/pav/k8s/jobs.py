@@ -12,7 +12,7 @@ from pav import interrupts
 from pav.errors import PavError
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.render import END_MARK, FILE_MARK, Job, Manifest
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.results import HostRecord
 
 RESOURCE = {"PyTorchJob": "pytorchjobs.kubeflow.org", "MPIJob": "mpijobs.kubeflow.org"}

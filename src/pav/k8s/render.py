@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,6 @@ import yaml
 from pav import catalog, paths
 from pav.catalog import TestSpec
 from pav.errors import PavError
-from pav.k8s.kinds import job_kind
 from pav.k8s.policy import check_manifest
 from pav.k8s_settings import TEMPLATES, K8sSettings
 
@@ -90,19 +89,20 @@ def job_labels(run_id: str, test: str) -> dict[str, str]:
 
 
 def plan_jobs(
-    tests: list[str],
+    specs: Sequence[TestSpec],
     config: K8sSettings,
     env: dict[str, str],
     workers: int,
     run_id: str,
     timeout_for: Callable[[str], int],
 ) -> list[Job]:
-    """timeout_for: a test's seconds (Settings.timeout_for: pav_test_timeouts_s over pav_test_timeout_s)."""
+    """specs: the run's tests (RunInputs.tests); timeout_for: a test's seconds (RunInputs.timeouts:
+    --test-timeout, else pav_test_timeouts_s over pav_test_timeout_s)."""
     shape = config.node_shape()
     _require_rdma_devices(config, env)
     jobs = []
-    for spec in catalog.select(tests):
-        kind = job_kind(spec)
+    for spec in specs:
+        kind = catalog.k8s_job_kind(spec)
         image = config.pytorch_image if kind == "PyTorchJob" else config.nccl_tests_image
         if kind == "PyTorchJob":
             script = _torch_script(spec)

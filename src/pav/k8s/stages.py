@@ -15,15 +15,11 @@ from pav.k8s.policy import check_manifest
 MANAGED = "app.kubernetes.io/managed-by=provision-and-validate"
 
 
-def workers(ctx: RunContext) -> int:
-    return ctx.options.hosts or ctx.settings.hosts
-
-
 def manifests(ctx: RunContext) -> tuple[list[render.Job], list[render.Manifest]]:
     config = ctx.settings.k8s
     env = fabric_env(ctx.settings)
     planned = render.plan_jobs(
-        ctx.settings.tests, config, env, workers(ctx), ctx.results.run_id, ctx.settings.timeout_for
+        ctx.inputs.tests, config, env, ctx.inputs.hosts, ctx.results.run_id, ctx.inputs.timeouts.for_test
     )
     labels = render.job_labels(ctx.results.run_id, "payload")
     return planned, render.render(planned, config.namespace, labels)
@@ -40,7 +36,7 @@ def provision_stage(ctx: RunContext) -> str:
     if not ctx.env.provisions:
         return f"existing cluster: {provision.kubeconfig_path(ctx.env)}"
     ctx.provisioned["k8s"] = True
-    path = provision.apply(ctx.env, workers(ctx), ctx.results.run_id, ctx.options.max_hours)
+    path = provision.apply(ctx.env, ctx.inputs.hosts, ctx.results.run_id, ctx.options.max_hours)
     ctx.results.state_dir = str(path.parent)
     return f"cluster up; kubeconfig {path}"
 

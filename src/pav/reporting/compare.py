@@ -27,17 +27,29 @@ def busbw_table(
         if list(test["hosts"]) != list(hosts) or test["status"] not in ("pass", "fail"):
             continue
         metrics = test.get("metrics", {})
-        if test["name"].startswith("nccl_tests_"):
+        if is_nccl_tests(test):
             op = NCCL_TO_PAYLOAD.get(str(metrics.get("op")), str(metrics.get("op")))
             for size, value in (metrics.get("busbw_gbps") or {}).items():
                 if value is not None:
                     nccl[(op, int(size))] = float(value)
-        elif test["name"].startswith("torch_nccl"):
+        elif _payload_test(test, "collectives"):
             for op, sizes in (metrics.get("busbw_gbps") or {}).items():
                 for size, value in sizes.items():
                     payload[(op, int(size))] = float(value)
     keys = sorted(set(payload) | set(nccl))
     return [(op, size, payload.get((op, size)), nccl.get((op, size))) for op, size in keys]
+
+
+def is_nccl_tests(test: dict[str, Any]) -> bool:
+    """A recorded test of nccl-tests (its metrics: one op's busbw per size), by its catalog spec."""
+    spec = spec_of(test["name"])  # None: a recorded test this release does not know
+    return spec is not None and spec.launcher == "nccl_tests"
+
+
+def _payload_test(test: dict[str, Any], kind: str) -> bool:
+    """A recorded GPU test of the payload's `kind` (collectives: NCCL busbw per op and size; train)."""
+    spec = spec_of(test["name"])
+    return spec is not None and spec.needs_gpu and spec.payload == kind
 
 
 def host_sets(tests: list[dict[str, Any]], hosts: list[str]) -> list[list[str]]:
@@ -100,7 +112,7 @@ def _latency(tests: list[dict[str, Any]], host: str) -> list[str]:
 def _training(tests: list[dict[str, Any]], host: str) -> list[str]:
     out = []
     for test in tests:
-        if test["name"].startswith("train_gpu") and host in test["hosts"]:
+        if _payload_test(test, "train") and host in test["hosts"]:
             m = test.get("metrics", {})
             unit = "tokens" if m.get("tokens_per_s_per_rank_min") is not None else "samples"
             per_gpu = _num(m.get(f"{unit}_per_s_per_rank_min"))

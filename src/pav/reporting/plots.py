@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pav.reporting.compare import NCCL_TO_PAYLOAD
+from pav.reporting.compare import NCCL_TO_PAYLOAD, is_nccl_tests
 from pav.reporting.svg import PALETTE, Bar, Chart, GateLine, Series, bar_chart, size_chart
 from pav.units import size_label
 
@@ -43,7 +43,7 @@ def _curves(test: dict[str, Any]) -> list[tuple[str, list[tuple[float, float]], 
     busbw = metrics.get("busbw_gbps")
     if not isinstance(busbw, dict) or not busbw:
         return []
-    if test["name"].startswith("nccl_tests_"):
+    if is_nccl_tests(test):
         op = NCCL_TO_PAYLOAD.get(str(metrics.get("op")), str(metrics.get("op")))
         gates = [_nccl_gate(g) for g in threshold.get("nccl_tests", [])]
         return [(op, _points(busbw), gates, "nccl-tests")]

@@ -22,36 +22,31 @@ import shlex
 from pathlib import Path
 
 from pav import suites
-from pav.catalog import CATALOG, TestSpec
-from pav.launches import PYTHON, HostView, Launch, plan_launches
+from pav.catalog import TestSpec
+from pav.launch import Launch
+from pav.launches import PYTHON, HostView, TimeoutFor, plan_launches
 from pav.results import TestResult
 from pav.settings import Settings
 from pav.slurm.jobs import Job, minutes_for, write
 
-# Slurm's own checks (the catalog's launcher "slurm"), run first in catalog order whenever the launcher is
-# slurm.
-CHECKS = tuple(spec.name for spec in CATALOG.values() if spec.launcher == "slurm")
 SRUN_MPI_LAUNCHERS = ("nccl_tests",)  # cluster-scope MPI programs srun starts (see the docstring)
 
 
-def with_checks(specs: list[TestSpec]) -> list[TestSpec]:
-    """The Slurm checks first (the cluster state before any job), then the planned tests."""
-    names = {s.name for s in specs}
-    return [CATALOG[c] for c in CHECKS if c not in names] + sorted(
-        specs, key=lambda s: CHECKS.index(s.name) if s.name in CHECKS else len(CHECKS)
-    )
-
-
 def plan_slurm(
-    specs: list[TestSpec], hosts: list[HostView], settings: Settings, run_id: str, run_dir: Path
+    specs: list[TestSpec],
+    hosts: list[HostView],
+    settings: Settings,
+    run_id: str,
+    run_dir: Path,
+    timeout_for: TimeoutFor,
 ) -> tuple[list[Launch], list[Launch], list[TestResult]]:
     """Each test's launch (what the report judges), the launches to run, and the tests that will not run.
+    specs: the run's tests, the Slurm checks among them (catalog.with_slurm_checks; pav.run_inputs).
 
     With pav_fold_launches, a host's torch tests of one world shape run as suites in one job per host
     (pav.suites), as the direct launcher runs them: one sbatch, srun, torchrun and torch import for them all.
     """
-    specs = with_checks(specs)
-    planner = _Planner(hosts, settings, run_id, run_dir)
+    planner = _Planner(hosts, settings, run_id, run_dir, timeout_for)
     launches: list[Launch] = []
     skipped: list[TestResult] = []
     for spec in specs:
@@ -60,7 +55,7 @@ def plan_slurm(
             launches += [launch] if launch else []
             skipped += [skip] if skip else []
             continue
-        direct, skips = plan_launches([spec], hosts, settings, run_id)
+        direct, skips = plan_launches([spec], hosts, settings, run_id, timeout_for)
         skipped += skips
         for launch in direct:
             if launch.launcher == "mpirun" or launch.scope == "host":
@@ -82,9 +77,12 @@ def plan_slurm(
 
 
 class _Planner:
-    def __init__(self, hosts: list[HostView], settings: Settings, run_id: str, run_dir: Path) -> None:
+    def __init__(
+        self, hosts: list[HostView], settings: Settings, run_id: str, run_dir: Path, timeout_for: TimeoutFor
+    ) -> None:
         self.hosts = hosts
         self.settings = settings
+        self.timeout_for = timeout_for
         self.run_dir = run_dir
         self.remote_run = f"{settings.remote_dir}/runs/{run_id}"
         self.shared_run = f"{settings.shared_dir.rstrip('/')}/pav-{run_id}" if settings.shared_dir else ""
@@ -101,7 +99,7 @@ class _Planner:
         argv = self._submit(job, spec.name, *gathering)
         # sbatch exports the submitting environment to every task, the test's own (NCCL_ALGO=Ring) with it.
         launch = Launch(
-            spec.name, spec.launcher, spec.scope, self.settings.timeout_for(spec.name), env=dict(spec.env),
+            spec.name, spec.launcher, spec.scope, self.timeout_for(spec.name), env=dict(spec.env),
             gates_of=spec.gates_of,
         )  # fmt: skip
         launch.argv_by_host[host.name] = argv
@@ -174,9 +172,7 @@ class _Planner:
             no_gpu = ",".join(h.name for h in self.hosts if not h.gpus)
             return None, TestResult(spec.name, names, "skipped", f"no GPU on {no_gpu}")
         if spec.slurm_check_alone:
-            launch = Launch(
-                spec.name, "slurm", "cluster", self.settings.timeout_for(spec.name), members=names
-            )
+            launch = Launch(spec.name, "slurm", "cluster", self.timeout_for(spec.name), members=names)
             launch.argv_by_host[self.submit.name] = [
                 PYTHON, "-m", "pav_payload.slurm_check", spec.slurm_check, "--expect-nodes", str(len(names)),
                 "--out", f"results/{spec.name}", "--test-id", spec.name,
@@ -193,7 +189,7 @@ class _Planner:
         out = f"{self.shared_run}/{spec.name}"
         job = Job(
             name=spec.name, test=spec.name, template="check", nodes=len(self.hosts), tasks_per_node=tasks,
-            cpus_per_task=cpus, gpus_per_node=gpus, minutes=minutes_for(self.settings.timeout_for(spec.name)),
+            cpus_per_task=cpus, gpus_per_node=gpus, minutes=minutes_for(self.timeout_for(spec.name)),
             workdir=self.shared_run, log=f"{out}/job-%j.out", out=out,
             extra={"check": spec.slurm_check},
         )  # fmt: skip

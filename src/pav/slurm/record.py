@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pav.launches import Launch
+from pav.launch import Launch
 from pav.results import TestResult
 
 KEYS = ("job_id", "state", "exit_code", "signal", "reason", "nodes", "batch_host", "start_time", "end_time")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pav import catalog, paths
+from pav import paths
 from pav.ansible_exec import ROLE_FACTS, PlaybookOutcome
 from pav.context import RunContext
 from pav.payload_installer import installer
@@ -21,7 +21,7 @@ def run(ctx: RunContext) -> str:
     record_hosts(ctx, outcome, "configure")
     save_facts(ctx, outcome)
     raise_for_hosts(ctx, outcome, "configure")
-    mode = "applied" if ctx.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
+    mode = "applied" if ctx.inputs.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
     dropped = f"; went on without {', '.join(ctx.missing)} (--allow-missing)" if ctx.missing else ""
     return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{_skipped(needed)}{dropped}{_pythons(ctx)}"
 
@@ -48,7 +48,7 @@ def installs_needed(ctx: RunContext) -> dict[str, bool]:
     since the hosts are being readied for whatever runs on them next."""
     if not ctx.wants("validate"):
         return dict.fromkeys(INSTALLS, True)
-    launchers = {spec.launcher for spec in catalog.select(ctx.settings.tests)}
+    launchers = {spec.launcher for spec in ctx.inputs.tests}
     return {role: bool(launchers & set(used_by)) for role, (used_by, _) in INSTALLS.items()}
 
 

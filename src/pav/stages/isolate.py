@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pav import catalog
 from pav.context import RunContext
-from pav.errors import PavError
 from pav.isolation import MIN_HOSTS, Step, Suspect, merge, pairs_first, to_record
 from pav.judging import Judge
-from pav.launches import Launch, cluster_launch
+from pav.launch import Launch
+from pav.launches import cluster_launch
 from pav.results import TestResult
 from pav.stages import collect, report, validate
 
@@ -27,16 +26,15 @@ ROUND_COLLECTS = {"pav_validate_collects": True, "collect_unpack": False}  # the
 
 def run(ctx: RunContext) -> str:
     report.judge_launches(ctx)
-    suspects = _from_single_host_tests(ctx.results.tests)
+    suspects = _from_single_host_tests(ctx, ctx.results.tests)
     steps: list[Step] = []
-    if not ctx.settings.isolate:
-        ctx.results.isolation = to_record(merge(suspects), steps, "pav_isolate is false: no re-runs")
+    if not ctx.inputs.isolate:
+        ctx.results.isolation = to_record(merge(suspects), steps, ctx.inputs.no_pair_reruns)
         return _summary(ctx)
     notes = []
     failing = _failing_multi_host(ctx)
-    if failing and ctx.settings.launcher != "direct":
-        # Re-runs go through torchrun over SSH; on a Slurm cluster they would bypass the scheduler.
-        notes.append(f"pair re-runs are not done under --launcher {ctx.settings.launcher}")
+    if failing and ctx.inputs.no_pair_reruns:
+        notes.append(ctx.inputs.no_pair_reruns)
         failing = []
     judging = report.run_judge(ctx)
     for test in failing:
@@ -58,10 +56,10 @@ def _summary(ctx: RunContext) -> str:
     return f"suspect host(s): {', '.join(named)}" if named else "no suspect host"
 
 
-def _from_single_host_tests(tests: list[TestResult]) -> list[Suspect]:
+def _from_single_host_tests(ctx: RunContext, tests: list[TestResult]) -> list[Suspect]:
     suspects = []
     for test in tests:
-        if test.status in FAILED and len(test.hosts) == 1 and _scope(test.name) == "host":
+        if test.status in FAILED and len(test.hosts) == 1 and _scope(ctx, test.name) == "host":
             step = Step(test.name, list(test.hosts), test.status, test.reason)
             suspects.append(Suspect(test.hosts[0], f"{test.name} {test.status}: {test.reason}", [step]))
     return suspects
@@ -71,33 +69,32 @@ def _failing_multi_host(ctx: RunContext) -> list[TestResult]:
     return [
         t
         for t in ctx.results.tests
-        if t.status in FAILED and _scope(t.name) == "cluster" and _spec(t.name).launcher in ISOLABLE_LAUNCHERS
+        if t.status in FAILED
+        and (spec := ctx.inputs.spec(t.name)) is not None
+        and spec.scope == "cluster"
+        and spec.launcher in ISOLABLE_LAUNCHERS
     ]
 
 
-def _spec(name: str) -> catalog.TestSpec:
-    return catalog.select([name])[0]
-
-
-def _scope(name: str) -> str:
-    try:
-        return _spec(name).scope
-    except PavError:  # a result of a test the catalog does not know: nothing to re-run
-        return ""
+def _scope(ctx: RunContext, name: str) -> str:
+    spec = ctx.inputs.spec(name)
+    return spec.scope if spec is not None else ""  # gpu_health: no test of the run's to re-run
 
 
 def _round(ctx: RunContext, judging: Judge, test: str, number: int, groups: list[list[str]]) -> list[Step]:
     """Run ``test`` once per group, all groups at once, and judge each group as the test itself is judged:
     its profile gates and the gates its hosts' facts derive (a slow GPU, the fabric between the group)."""
-    spec = _spec(test)
+    spec = ctx.inputs.spec(test)
+    assert spec is not None  # _failing_multi_host took it from the run's tests
     round_spec = replace(spec, name=f"{spec.name}.isolate{number}")
     views = {view.name: view for view in validate.host_views(ctx)}
+    timeout_s = ctx.inputs.timeouts.for_test(spec.name)
     launch = Launch(
-        round_spec.name, spec.launcher, "cluster", ctx.settings.timeout_for(spec.name), env=dict(spec.env),
-        gates_of=spec.gates_of,
-    )  # fmt: skip
+        round_spec.name, spec.launcher, "cluster", timeout_s, env=dict(spec.env), gates_of=spec.gates_of
+    )
     for group in groups:
-        part, _ = cluster_launch(round_spec, [views[h] for h in group], ctx.settings, ctx.results.run_id)
+        views_of = [views[h] for h in group]
+        part, _ = cluster_launch(round_spec, views_of, ctx.settings, ctx.results.run_id, timeout_s)
         if part is not None:
             launch.argv_by_host |= part.argv_by_host
             launch.ranks_by_host |= part.ranks_by_host

@@ -49,7 +49,7 @@ def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
             record.changes = outcome.changes.get(name, [])
             record.change_counts = changes.by_role(record.changes)
             record.diffs = outcome.diffs.get(name, [])
-            record.tuning_applied = ctx.apply_tuning
+            record.tuning_applied = ctx.inputs.apply_tuning
 
 
 def raise_for_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:

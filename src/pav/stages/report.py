@@ -40,9 +40,7 @@ def run_judge(ctx: RunContext) -> Judge:
     """The run's one Judge, made at its first judging (isolate's or the report's): the profile is resolved
     (auto: by the hosts' GPUs) and read once, the hosts' facts derived once."""
     if ctx.judge is None:
-        ctx.judge = Judge.make(
-            ctx.settings.threshold_profile, ctx.results.hosts, platform=ctx.settings.platform
-        )
+        ctx.judge = Judge.make(ctx.inputs.profile, ctx.results.hosts, platform=ctx.inputs.platform)
         ctx.results.threshold_profile = ctx.judge.profile.name
     return ctx.judge
 

@@ -6,10 +6,10 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from pav import catalog, suites
+from pav import suites
 from pav.context import RunContext
-from pav.isolation import MIN_HOSTS
-from pav.launches import HostView, Launch, plan_launches
+from pav.launch import Launch
+from pav.launches import HostView, plan_launches
 from pav.payload_installer import installer
 from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
@@ -25,13 +25,13 @@ def host_views(ctx: RunContext) -> list[HostView]:
 
 def plan(ctx: RunContext) -> None:
     views = host_views(ctx)
-    specs = catalog.select(ctx.settings.tests)
-    if ctx.settings.launcher == "slurm":
+    specs, timeout_for = list(ctx.inputs.tests), ctx.inputs.timeouts.for_test
+    if ctx.inputs.launcher == "slurm":
         ctx.launches, ctx.runs, skipped = plan_slurm(
-            specs, views, ctx.settings, ctx.results.run_id, ctx.run_dir
+            specs, views, ctx.settings, ctx.results.run_id, ctx.run_dir, timeout_for
         )
     else:
-        ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id)
+        ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id, timeout_for)
         ctx.runs = suites.fold(ctx.launches) if ctx.settings.fold_launches else ctx.launches
     ctx.results.tests.extend(skipped)
     # Hosts the run went on without (--allow-missing): every test they would have taken part in is error.
@@ -59,7 +59,7 @@ def _job_scripts(ctx: RunContext) -> AbstractContextManager[Path | None]:
     """The run's rendered Slurm job scripts (RUN/slurm/) as one self-unpacking script for the slurm_jobs
     role: one transfer a host instead of a stat and a copy module run per file. None: nothing to stage."""
     folder = ctx.run_dir / "slurm"
-    if ctx.settings.launcher != "slurm" or not folder.is_dir():
+    if ctx.inputs.launcher != "slurm" or not folder.is_dir():
         return nullcontext()
     # Inside the run's folder: a run cancelled mid-transfer leaves no controller temp file behind.
     return installer((ctx.run_dir / "ansible" / "slurm-jobs.sh").resolve(), folder)
@@ -80,14 +80,10 @@ def launch_tests(
 def folded(ctx: RunContext) -> dict[str, Any]:
     """Whether validate's playbook also collects and tears down (one ansible-playbook start each less).
     Collect: whenever the run collects. Teardown: of static hosts only (a provisioned env is destroyed, not
-    cleaned), and only when no isolation re-run can need the hosts after validate: it re-runs a test on
-    pairs of at least MIN_HOSTS hosts, with the direct launcher, where isolation is on."""
-    isolation_possible = (
-        ctx.settings.isolate and ctx.settings.launcher == "direct" and len(ctx.hosts) >= MIN_HOSTS
-    )
-    tears_down = (
-        ctx.wants("teardown") and not ctx.options.keep and not ctx.env.provisions and not isolation_possible
-    )
+    cleaned), and only when no isolation re-run can need the hosts after validate (RunInputs decides that
+    for the isolate stage too)."""
+    rerun = ctx.inputs.isolation_possible(len(ctx.hosts))
+    tears_down = ctx.wants("teardown") and not ctx.options.keep and not ctx.env.provisions and not rerun
     return {
         "pav_validate_collects": ctx.wants("collect"),
         "pav_validate_tears_down": tears_down,

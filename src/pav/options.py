@@ -1,0 +1,28 @@
+"""What the command line chose for a run, as parsed (pav.cli). A flag that stands for a setting is None
+where it was not given: pav.run_inputs lets it beat the setting, in that one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STAGES = ("provision", "configure", "validate", "collect", "isolate", "report", "teardown")
+
+
+@dataclass
+class Options:
+    stages: tuple[str, ...] = STAGES
+    keep: bool = False
+    dry_run: bool = False
+    verbose: bool = False
+    hosts: int | None = None  # --hosts N for envs that provision (over pav_hosts)
+    apply_tuning: bool | None = None  # --apply-tuning / --check-tuning (over pav_apply_tuning)
+    tests: tuple[str, ...] | None = None  # --tests (over pav_tests)
+    platform: str | None = None  # --platform (over pav_platform)
+    launcher: str | None = None  # --launcher (over pav_launcher)
+    test_timeout_s: int | None = None  # --test-timeout (over pav_test_timeout_s and pav_test_timeouts_s)
+    allow_missing: int = 0  # --allow-missing N: unreachable hosts the run goes on without
+    max_hours: int | None = None  # --max-hours H: cloud resources' pav-expires-at label, H hours on
+    results_root: Path = Path("runs")  # where run dirs live; the report compares with earlier runs there
+    extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars

@@ -1,0 +1,107 @@
+"""A run's inputs, resolved once before any stage runs: what the command line (pav.options) and the env's
+settings (pav.settings) choose, a flag beating its setting here and nowhere else. Stages read ctx.inputs;
+none selects tests, counts hosts or picks a timeout again. Every check of a choice runs here too, so a bad
+one stops the run before provision creates anything, naming where it was set."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from pav import catalog
+from pav.catalog import TestSpec
+from pav.envs import EnvSpec
+from pav.errors import PavError
+from pav.isolation import MIN_HOSTS
+from pav.options import Options
+from pav.settings import Settings, settings_file
+from pav.thresholds.profiles import profile_path
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds a test's launch may run before it is killed on every host."""
+
+    default_s: int
+    per_test: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # over default_s
+
+    def for_test(self, test: str) -> int:
+        return self.per_test.get(test, self.default_s)
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    tests: tuple[TestSpec, ...]  # the selected tests in order; under --launcher slurm its checks first
+    platform: str  # hosts or k8s
+    launcher: str  # direct or slurm
+    hosts: int  # how many hosts an env that provisions creates (k8s: GPU nodes)
+    apply_tuning: bool  # False: the tuning roles run in check mode and change nothing
+    timeouts: Timeouts
+    profile: str  # the threshold profile as chosen: auto or a name (the run's Judge resolves auto, once)
+    isolate: bool  # pav_isolate: a failing multi-host test may be re-run on pairs of hosts
+
+    def spec(self, test: str) -> TestSpec | None:
+        """A selected test's spec; None for a result no selected test gave (gpu_health)."""
+        return next((s for s in self.tests if s.name == test), None)
+
+    @property
+    def no_pair_reruns(self) -> str:
+        """Why no failing test of this run is re-run on pairs of hosts; "" where one may be."""
+        if not self.isolate:
+            return "pav_isolate is false: no re-runs"
+        if self.launcher != "direct":
+            # Re-runs go through torchrun over SSH; on a Slurm cluster they would bypass the scheduler.
+            return f"pair re-runs are not done under --launcher {self.launcher}"
+        return ""
+
+    def isolation_possible(self, hosts: int) -> bool:
+        """Whether the isolate stage may re-run a test on pairs of these hosts (validate keeps the hosts'
+        folders for it; the isolate stage does it)."""
+        return not self.no_pair_reruns and hosts >= MIN_HOSTS
+
+
+def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
+    """The run's inputs from the options and the settings, each flag over its setting; settings stay as the
+    env's files and -e gave them."""
+    where = settings_file(env.inventory_dir) or env.inventory_dir
+    platform = options.platform or settings.platform
+    launcher = options.launcher or settings.launcher
+    tests = _tests(options, settings, f"pav_tests of {where}", platform, launcher)
+    catalog.refuse_unknown(list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where}")
+    if settings.threshold_profile != "auto":
+        try:
+            profile_path(settings.threshold_profile)
+        except PavError as exc:
+            raise PavError(f"{where}: {exc}") from None
+    return RunInputs(
+        tests=tests,
+        platform=platform,
+        launcher=launcher,
+        hosts=settings.hosts if options.hosts is None else options.hosts,
+        apply_tuning=settings.apply_tuning if options.apply_tuning is None else options.apply_tuning,
+        timeouts=_timeouts(options, settings),
+        profile=settings.threshold_profile,
+        isolate=settings.isolate,
+    )
+
+
+def _tests(
+    options: Options, settings: Settings, setting: str, platform: str, launcher: str
+) -> tuple[TestSpec, ...]:
+    """The one selection of a run's tests (catalog.select runs nowhere else)."""
+    chosen = settings.tests if options.tests is None else list(options.tests)
+    specs = catalog.select(chosen, setting if options.tests is None else "--tests")
+    if platform == "k8s":
+        for spec in specs:
+            # A CPU test stops a k8s run here, before provision creates a paid cluster.
+            catalog.k8s_job_kind(spec)
+    elif launcher == "slurm":
+        specs = catalog.with_slurm_checks(specs)
+    return tuple(specs)
+
+
+def _timeouts(options: Options, settings: Settings) -> Timeouts:
+    if options.test_timeout_s is not None:  # --test-timeout: every test, the per-test limits too
+        return Timeouts(options.test_timeout_s)
+    return Timeouts(settings.test_timeout_s, MappingProxyType(dict(settings.test_timeouts_s)))
