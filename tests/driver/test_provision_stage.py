@@ -24,7 +24,7 @@ from pav.stages import provision, teardown
 from pav.yamlfile import load_mapping
 from tests.conftest import ROOT
 from tests.driver.contexts import context
-from tests.driver.test_platform import static_env
+from tests.driver.test_platforms import static_env
 from tests.terraform.test_nebius_driver import FakeVm
 
 SIM_ROOT = ROOT / "terraform" / "envs" / "sim"

