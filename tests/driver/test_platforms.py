@@ -30,13 +30,13 @@ def no_wrap_up_left() -> Iterator[None]:
     forget()  # execute marks the process as wrapping up
 
 
-def static_env(tmp_path: Path, options: Options) -> RunContext:
+def static_env(tmp_path: Path, options: Options, **settings: object) -> RunContext:
     """A run of a static env whose inventory is a real file (the hosts are never contacted here)."""
     inv = tmp_path / "inv"
     (inv / "group_vars").mkdir(parents=True)
     (inv / "group_vars" / "all.yml").write_text("pav_isolate: true\n")
     (inv / "hosts.yml").write_text(INVENTORY)
-    ctx = context(0, options=options)
+    ctx = context(0, options=options, **settings)
     ctx.env = replace(ctx.env, inventory_dir=inv, hosts_file=inv / "hosts.yml")
     ctx.run_dir = tmp_path / "run"
     ctx.run_dir.mkdir()

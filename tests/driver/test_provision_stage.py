@@ -163,8 +163,7 @@ def test_static_teardown_without_a_playbook(tmp_path: Path) -> None:
 
 
 def test_a_per_host_remote_dir_reads_as_host(tmp_path: Path) -> None:
-    ctx = static_env(tmp_path, Options())
+    ctx = static_env(tmp_path, Options(), remote_dir="/scratch/{{ inventory_hostname }}/pav")
     provision.resolve(ctx)
-    ctx.settings.remote_dir = "/scratch/{{ inventory_hostname }}/pav"
     ctx.torn_down = {"node-1": True, "node-2": True}
     assert teardown.run(ctx) == "removed /scratch/HOST/pav/runs/id on 2 of 2 host(s)"

@@ -4,12 +4,13 @@ gives it, and every manifest it names is written, policy-checked, into the run d
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from pav import catalog
-from pav.context import RunContext
+from pav.context import Options, RunContext
 from pav.envs import resolve_env
 from pav.errors import PavError
 from pav.k8s.dry_run import dry_run
@@ -26,9 +27,12 @@ def k8s_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunContext:
     monkeypatch.setenv("PAV_STATE_DIR", str(tmp_path / "state"))
     for name in (TOKEN, *SERVICE_ACCOUNT):
         monkeypatch.delenv(name, raising=False)
-    ctx = context(0, provisions=True)
-    ctx.env = resolve_env(ENV)
-    ctx.settings = load_settings(ctx.env.inventory_dir)
+    env = resolve_env(ENV)
+    chosen = load_settings(env.inventory_dir)
+    # The env's settings, its pav_hosts (a name the helper takes for its own host count) as --hosts would.
+    given = {f.name: getattr(chosen, f.name) for f in fields(chosen) if f.name != "hosts"}
+    ctx = context(0, provisions=True, options=Options(hosts=chosen.hosts), **given)
+    ctx.env = env
     ctx.run_dir = tmp_path / "run"
     return ctx
 
@@ -40,7 +44,7 @@ def test_the_plan_lists_a_job_per_test_and_writes_its_manifests(
     out = capsys.readouterr().out
     assert out.startswith(f"env: {ENV} (platform k8s)\nrun dir: {k8s_run.run_dir}\nstages:\n")
     assert "isolate" not in out.split("cluster:")[0]  # a failing node is named by per-node results
-    assert f"  Nebius Managed Kubernetes, {k8s_run.settings.hosts} GPU node(s)" in out
+    assert f"  Nebius Managed Kubernetes, {k8s_run.options.hosts} GPU node(s)" in out
     assert f"threshold profile: {k8s_run.settings.threshold_profile}\n" in out
     jobs = out.split("jobs (")[1].split("manifests (")[0].splitlines()[1:]
     assert [line.split()[-1] for line in jobs] == k8s_run.settings.tests
@@ -74,7 +78,7 @@ def test_with_credentials_the_plan_shows_the_variables(
     out = capsys.readouterr().out
     variables = out.split("  variables:\n")[1].split("  kubeconfig:")[0]
     assert "    parent_id = project-e00a\n" in variables
-    assert f"    node_count = {k8s_run.settings.hosts}\n" in variables
+    assert f"    node_count = {k8s_run.options.hosts}\n" in variables
     assert "a-token-for-the-plan" not in out
 
 
