@@ -223,3 +223,15 @@ def test_the_settings_modules_import_one_way() -> None:
         assert start not in seen, f"pav.{start} imports itself back"
     assert "settings" not in pav_imports("setting_keys")
     assert not pav_imports("k8s_settings") & {"settings", "driver_settings", "setting_keys", "group_vars"}
+
+
+def test_every_driver_setting_is_a_key_the_driver_reads_and_is_typed() -> None:
+    """Settings' key fields are the pav_* keys read by the driver (setting_keys), each checked by its type:
+    a value of another type is refused naming the key and the kind it must be."""
+    from pav import driver_settings, setting_keys
+
+    names = [f"pav_{f.name}" for f in driver_settings.key_fields()]
+    assert "pav_k8s" not in names and "pav_role_vars" not in names  # loader fields, not keys
+    assert all(setting_keys.reader(name) == "pav" for name in names), names
+    with pytest.raises(PavError, match=r"x.yml: pav_hosts must be an integer, got 'three'"):
+        driver_settings.settings_from({"pav_hosts": "three"}, "x.yml")
