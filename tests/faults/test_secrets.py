@@ -105,7 +105,7 @@ def test_no_secret_leaks_from_a_run_on_sim_hosts(configured: Configured, sandbox
     env_pem, gv_pem = fake_pem(), fake_pem()
     inventory = sandbox.base / "inv-secrets"
     shutil.copytree(configured.inventory(0, 1).parent, inventory)
-    group_vars = inventory / "group_vars" / "all.yml"
+    group_vars = inventory / "group_vars" / "all" / "roles.yml"  # Ansible's variables (the sim env's split)
     group_vars.write_text(
         group_vars.read_text()
         + f"\nnebius_iam_token: {gv_token}\nnebius_sa_private_key: |\n"
