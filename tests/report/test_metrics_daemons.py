@@ -1,15 +1,18 @@
 """The metrics where operators read them: Debian's node_exporter reads the textfile --metrics-textfile
 writes, a real pushgateway takes what --pushgateway pushes; each is scraped over HTTP on loopback, as
-Prometheus would, and linted by promtool. The runs are the real GPU runs of the calibration record."""
+Prometheus would, and linted by promtool. The runs are the real GPU runs of the calibration record, and
+(slow) a real run of the CLI on --env local."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from pav.reporting import metrics_export
+from tests.conftest import run_cli
 from tests.report.prom import NODE_EXPORTER, PUSHGATEWAY, assert_lint_clean, daemon, one, parse, pick, scrape
 from tests.report.test_metrics import BUSY, across_hosts, recorded_run
 
@@ -106,3 +109,32 @@ def test_a_dead_gateway_is_a_failed_export_naming_the_fix() -> None:
     [failed] = metrics_export.export(across_hosts(), None, url)
     assert not failed.ok and failed.where == url
     assert "Connection refused" in failed.detail and "fix: check the URL" in failed.detail
+
+
+@pytest.mark.slow
+def test_a_real_local_run_reaches_node_exporter_and_the_pushgateway(tmp_path: Path) -> None:
+    """The CLI end to end on --env local (one CPU test): its metrics served by node_exporter and held by the
+    pushgateway, both scraped over HTTP, with the verdict and the end its results.json records."""
+    textfiles = tmp_path / "textfiles"
+    textfiles.mkdir()
+    run_dir = tmp_path / "run"
+    with gateway() as url:
+        run = run_cli(
+            "--env", "local", "--tests", "torch_gloo_allreduce", "--run-dir", str(run_dir),
+            "--results-root", str(tmp_path / "root"),
+            "--metrics-textfile", str(textfiles), "--pushgateway", url,
+        )  # fmt: skip
+        pushed = parse(scrape(url))
+    assert run.rc == 0, run.stdout + run.stderr
+    assert f"metrics: textfile {textfiles / 'pav-local.prom'}: " in run.stdout
+    assert f"metrics: pushgateway {url}: 2 groups pushed" in run.stdout
+    results = run.results(run_dir)
+    ended = datetime.fromisoformat(results["ended"].replace("Z", "+00:00")).timestamp()
+    with node_exporter(textfiles) as exporter:
+        served = parse(scrape(exporter))
+    for series, where in ((served, {"env": "local"}), (pushed, {"job": "pav", "env": "local"})):
+        assert one(series, "pav_run_verdict", **where, verdict="PASS") == 1
+        assert one(series, "pav_run_timestamp_seconds", **where) == ended
+        status = {"host": "localhost", "test": "torch_gloo_allreduce", "status": "pass"}
+        assert one(series, "pav_test_status", **where, **status) == 1
+        assert pick(series, "pav_busbw_bytes_per_second", **where, host="localhost", op="all_reduce")
