@@ -189,3 +189,11 @@ def test_a_grouping_value_with_a_slash_goes_base64_and_credentials_stay_out() ->
 def test_no_target_builds_or_sends_nothing(tmp_path: Path) -> None:
     assert metrics_export.export(across_hosts(), None, None) == []
     assert not list(tmp_path.iterdir())
+
+
+def test_a_run_the_metrics_cannot_be_built_from_is_a_failed_export(tmp_path: Path) -> None:
+    results = across_hosts()
+    results["ended"] = "the night before"
+    [failed] = metrics_export.export(results, tmp_path, "http://127.0.0.1:9")
+    assert not failed.ok and failed.detail.startswith("internal error: ValueError(")
+    assert not list(tmp_path.iterdir())

@@ -34,7 +34,8 @@ def export(results: dict[str, Any], textfile: Path | None, url: str | None) -> l
     try:
         families = metrics.families(results)
     except Exception as exc:  # a bug must not cost the run's files: the summary names it instead
-        return [Export("metrics", "", False, f"internal error building the metrics: {exc!r}")]
+        why = f"internal error: {exc!r}; fix: report it with the run's results.json (nothing was exported)"
+        return [Export("build", "pav.reporting.metrics", False, why)]
     out = [write_textfile(textfile, env, families)] if textfile is not None else []
     if url is not None:
         ok, detail = pushgateway.push(url, env, families)
