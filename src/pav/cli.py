@@ -13,7 +13,7 @@ from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.extravars import parse_extra_vars
-from pav.reporting import timings
+from pav.reporting import pushgateway, timings
 from pav.results import RunResults
 from pav.settings import PLATFORMS, load_settings
 
@@ -102,6 +102,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="variables for every playbook, as ansible-playbook takes them: key=value, @file.yml or a YAML "
         "mapping; repeatable; pav_* keys override the env's settings (e.g. -e torch_payload_python=PATH)",
     )
+    p.add_argument(
+        "--metrics-textfile",
+        type=Path,
+        metavar="DIR",
+        help="after the report, write the run's metrics for node_exporter's textfile collector to "
+        "DIR/pav-ENV.prom, atomically (docs/nightly.md); a failure is a summary line, not the verdict",
+    )
+    p.add_argument(
+        "--pushgateway",
+        metavar="URL",
+        help="after the report, push the run's metrics to this Prometheus pushgateway, one group per "
+        "job pav, env and host (docs/nightly.md); a failure is a summary line, not the verdict",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="a progress line for every task result")
     p.add_argument(
         "--timings",
@@ -136,6 +149,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
         raise PavError("--allow-missing must be 0 or more")
     if args.test_timeout is not None and args.test_timeout < 1:
         raise PavError("--test-timeout must be at least 1 second")
+    if args.pushgateway is not None and (bad := pushgateway.check_url(args.pushgateway)):
+        raise PavError(f"--pushgateway: {bad}")
     options = Options(
         stages=parse_stages(args.stages),
         keep=args.keep,
@@ -151,6 +166,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
         max_hours=args.max_hours,
         results_root=rundir.results_root(args.results_root),
         extra_vars=parse_extra_vars(args.extra_vars),
+        metrics_textfile=args.metrics_textfile,
+        pushgateway=args.pushgateway,
     )
     settings = load_settings(env.inventory_dir, options.extra_vars, provisions=env.provisions)
     if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:

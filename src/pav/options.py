@@ -26,3 +26,5 @@ class Options:
     max_hours: int | None = None  # --max-hours H: cloud resources' pav-expires-at label, H hours on
     results_root: Path = Path("runs")  # where run dirs live; the report compares with earlier runs there
     extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars
+    metrics_textfile: Path | None = None  # --metrics-textfile DIR: node_exporter's textfile collector dir
+    pushgateway: str | None = None  # --pushgateway URL: a Prometheus pushgateway

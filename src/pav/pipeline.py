@@ -33,6 +33,7 @@ def execute(ctx: RunContext, platform: Platform) -> int:
     finally:
         error = wrap_up(ctx, error, _wrap_up_steps(ctx, platform))
         report.write(ctx)  # once more, so the files show teardown's outcome too
+        report.export_metrics(ctx)  # only with its flags, from the files as final
         if platform.finish is not None:
             platform.finish(ctx)
         scrub.scrub_run(ctx)  # last, on every platform: teardown may still have needed the secrets

@@ -77,6 +77,7 @@ class RunResults:
     history: dict[str, Any] = field(default_factory=dict)  # vs earlier runs of the env (reporting/history.py)
     gates: dict[str, Any] = field(default_factory=dict)  # per GPU host: facts the derived gates came from
     ansible_time: dict[str, Any] = field(default_factory=dict)  # per playbook stage: where its time went
+    exports: list[dict[str, Any]] = field(default_factory=list)  # --metrics-textfile, --pushgateway outcomes
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

@@ -47,6 +47,7 @@ def render(results: RunResults) -> str:
         + _cross_check(results)
         + _drops(results)
         + _timing(results)
+        + _exports(results)
     )
     counts = count_statuses(results.tests)
     lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in counts.items()))
@@ -129,6 +130,15 @@ def _timing(results: RunResults) -> list[str]:
         return []
     split = f"tests {t['tests_s']:.0f}s + orchestration {t['orchestration_s']:.0f}s"
     return [f"time: run {t['run_s']:.0f}s = {split}"]
+
+
+def _exports(results: RunResults) -> list[str]:
+    """Where the metrics went (--metrics-textfile, --pushgateway), or what failed and the fix."""
+    lines = []
+    for export in results.exports:
+        state = "" if export.get("ok") else " FAILED"
+        lines.append(f"metrics: {export.get('to')} {export.get('where')}{state}: {export.get('detail')}")
+    return lines
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from pav import interrupts
 from pav.context import RunContext
 from pav.judging import Judge
-from pav.reporting import history, html, junit, summary
+from pav.reporting import history, html, junit, metrics_export, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
 from pav.secrets import scrub
@@ -85,6 +85,22 @@ def write_html(ctx: RunContext) -> None:
             out.write("report.html:\n" + traceback.format_exc() + "\n")
         page = html.fallback(f"report.html could not be rendered ({exc!r}); results.json holds the results")
     (ctx.run_dir / "report.html").write_text(page)
+
+
+def export_metrics(ctx: RunContext) -> None:
+    """--metrics-textfile and --pushgateway, once the run's files are final: each outcome joins results.json
+    (`exports`) and summary.txt; a failure is reported there, never raised, and the verdict stays."""
+    textfile, url = ctx.options.metrics_textfile, ctx.options.pushgateway
+    if textfile is None and url is None:
+        return
+    try:
+        exports = metrics_export.export(ctx.results.to_dict(), textfile, url)
+        ctx.results.exports = [e.to_dict() for e in exports]
+        ctx.results.write(ctx.run_dir / "results.json")
+        (ctx.run_dir / "summary.txt").write_text(summary.render(ctx.results))
+    except Exception:  # a bug here must not cost the scrub after it
+        with (ctx.run_dir / "driver-error.txt").open("a") as out:
+            out.write("metrics export:\n" + traceback.format_exc() + "\n")
 
 
 def compare_history(ctx: RunContext) -> dict[str, Any]:

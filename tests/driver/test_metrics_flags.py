@@ -1,0 +1,169 @@
+"""--metrics-textfile and --pushgateway through the one pipeline (pav.pipeline.execute), in process: the run's
+metrics leave once its files are final; a write or push that fails is a line of summary.txt naming the fix,
+and never the verdict, the exit code or the run's results; without a flag nothing is written or sent."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from pav import cli, pipeline
+from pav.context import Options, RunContext
+from pav.platform import Platform
+from pav.reporting import pushgateway
+from pav.results import TestResult
+from pav.stages import report
+from tests.conftest import ROOT
+from tests.driver.contexts import context
+from tests.driver.signals import forget
+from tests.driver.test_report_stage import RUN_DIRS, collected
+from tests.report.prom import PUSHGATEWAY, daemon, one, parse, pick, scrape, unwritable_dir
+
+PASSING = TestResult("torch_gloo_allreduce", ["h0"], "pass", metrics={"wall_s": 2.0})
+FAILING = TestResult("torch_gloo_allreduce", ["h0"], "fail", "wrong bytes", metrics={"wrong_total": 1})
+
+
+@pytest.fixture(autouse=True)
+def no_signal_left() -> Iterator[None]:
+    """execute marks the process as wrapping up; the next test starts a run afresh."""
+    yield
+    forget()
+
+
+def platform(outcome: TestResult) -> Platform:
+    def validate(ctx: RunContext) -> str:
+        ctx.results.tests.append(outcome)
+        return "validated"
+
+    stages = {name: (lambda ctx: "done") for name in ("provision", "configure", "collect", "teardown")}
+    return Platform("test", stages | {"validate": validate}, dry_run=lambda ctx: 0)
+
+
+def run_with(tmp_path: Path, outcome: TestResult, **flags: object) -> tuple[int, RunContext]:
+    options = Options(results_root=tmp_path / "runs", **flags)  # type: ignore[arg-type]
+    ctx = context(1, options=options)
+    ctx.run_dir = tmp_path / "run"
+    ctx.run_dir.mkdir()
+    return pipeline.execute(ctx, platform(outcome)), ctx
+
+
+def on_disk(ctx: RunContext) -> tuple[dict[str, object], str]:
+    return json.loads((ctx.run_dir / "results.json").read_text()), (ctx.run_dir / "summary.txt").read_text()
+
+
+def test_the_flags_export_the_run_as_its_files_end_it(tmp_path: Path) -> None:
+    textfiles = tmp_path / "textfile_collector"
+    textfiles.mkdir()
+    with daemon(PUSHGATEWAY, "--persistence.file=") as url:
+        code, ctx = run_with(tmp_path, PASSING, metrics_textfile=textfiles, pushgateway=url)
+        pushed = parse(scrape(url))
+    assert code == 0
+    results, summary = on_disk(ctx)
+    assert [e["ok"] for e in results["exports"]] == [True, True]  # type: ignore[index]
+    written = parse((textfiles / "pav-t.prom").read_text())
+    # The end the metrics carry is the one results.json records: exported after the last write.
+    ended = datetime.fromisoformat(str(results["ended"]).replace("Z", "+00:00")).timestamp()
+    assert one(written, "pav_run_timestamp_seconds", env="t") == ended
+    assert one(written, "pav_run_verdict", env="t", verdict="PASS") == 1
+    assert one(written, "pav_test_status", host="h0", test="torch_gloo_allreduce", status="pass") == 1
+    assert one(pushed, "pav_run_verdict", job="pav", env="t", verdict="PASS") == 1
+    assert one(pushed, "pav_test_duration_seconds", job="pav", env="t", host="h0") == 2
+    lines = summary.splitlines()
+    assert f"metrics: textfile {textfiles / 'pav-t.prom'}: " in summary and "samples written" in summary
+    assert any(ln.startswith(f"metrics: pushgateway {url}: 2 groups pushed") for ln in lines), summary
+    assert lines[-1] == "VERDICT: PASS"
+
+
+@pytest.mark.parametrize("outcome", (PASSING, FAILING), ids=("pass", "fail"))
+def test_a_failed_write_or_push_is_a_line_not_the_verdict(outcome: TestResult, tmp_path: Path) -> None:
+    with daemon(PUSHGATEWAY, "--persistence.file=") as url:
+        pass  # stopped: nothing listens on its port any more
+    blocked = unwritable_dir(tmp_path)
+    code, ctx = run_with(tmp_path, outcome, metrics_textfile=blocked, pushgateway=url)
+    verdict = "PASS" if outcome.status == "pass" else "FAIL"
+    assert code == (0 if verdict == "PASS" else 1)
+    results, summary = on_disk(ctx)
+    assert results["verdict"] == verdict and not results["error"]
+    assert [t["status"] for t in results["tests"]] == [outcome.status]  # type: ignore[union-attr]
+    assert [(e["to"], e["ok"]) for e in results["exports"]] == [("textfile", False), ("pushgateway", False)]  # type: ignore[index]
+    failed = [ln for ln in summary.splitlines() if ln.startswith("metrics: ")]
+    assert failed[0].startswith(f"metrics: textfile {blocked / 'pav-t.prom'} FAILED: Not a directory; fix: ")
+    assert failed[1].startswith(f"metrics: pushgateway {url} FAILED: PUT group env/t/host/h0: ")
+    assert "Connection refused" in failed[1] and "fix: check the URL" in failed[1]
+    assert summary.splitlines()[-1] == f"VERDICT: {verdict}"
+    assert blocked.read_text() == "a file, not a directory\n"  # untouched, and no temp file beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "textfile-dir"]
+
+
+def test_without_a_flag_nothing_is_written_or_sent(tmp_path: Path) -> None:
+    code, ctx = run_with(tmp_path, PASSING)
+    assert code == 0
+    results, summary = on_disk(ctx)
+    assert results["exports"] == [] and "metrics:" not in summary
+    assert not list(tmp_path.rglob("*.prom")) and not list(tmp_path.rglob(".pav-*"))
+
+
+def test_the_report_stage_exports_a_real_gpu_run(tmp_path: Path) -> None:
+    """The busy-GPU run as the report stage judges it: GPU 1 at 277 TFLOP/s, as FLOP/s."""
+    busy = next(run for run in RUN_DIRS if run.fixture == "h100x2b-gpu-busy-gpu1")
+    textfiles = tmp_path / "textfiles"
+    textfiles.mkdir()
+    ctx = collected(busy, tmp_path, Options(results_root=tmp_path / "none", metrics_textfile=textfiles))
+    report.run(ctx)
+    report.export_metrics(ctx)
+    series = parse((textfiles / "pav-local.prom").read_text())
+    flops = one(series, "pav_gpu_gemm_bf16_flops_per_second", host="localhost", gpu="1", test="gpu_probe")
+    assert flops == pytest.approx(2.77e14)
+    assert one(series, "pav_gpu_verdict", host="localhost", gpu="1", verdict="FAIL") == 1
+    assert pick(series, "pav_gate_margin_ratio", gpu="1", gate="gemm_bf16_tflops.1")
+
+
+def test_the_flags_reach_the_options_and_a_bad_url_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    args = cli.build_parser().parse_args(
+        ["--metrics-textfile", "/var/lib/node_exporter", "--pushgateway", "http://gw:9091"]
+    )
+    options = cli.make_context(args).options
+    assert options.metrics_textfile == Path("/var/lib/node_exporter")
+    assert options.pushgateway == "http://gw:9091"
+    assert cli.main(["--pushgateway", "gw:9091", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --pushgateway: gw:9091 is not an http(s) URL with a host" in err
+
+
+def unit_argv(extra: str | None) -> list[str]:
+    """The nightly unit's ExecStart as systemd expands it: ${X} one argument, $X split into words (none when
+    empty or unset); X from the unit's Environment= lines and the example env file's settings."""
+    unit = (ROOT / "deploy" / "systemd" / "pav-nightly.service").read_text()
+    example = (ROOT / "deploy" / "systemd" / "nightly.env.example").read_text()
+    env = dict(re.findall(r"^Environment=(\w+)=(.*)$", unit, re.M))
+    env |= dict(re.findall(r"^(PAV_\w+)=(.*)$", example, re.M))
+    if extra is not None:
+        env["PAV_EXTRA_ARGS"] = extra
+    found = re.search(r"^ExecStart=\S+ (.*)$", unit, re.M)
+    assert found, "pav-nightly.service has no ExecStart"
+    argv: list[str] = []
+    for word in found.group(1).split():
+        if braced := re.fullmatch(r"\$\{(\w+)\}", word):
+            argv.append(env[braced.group(1)])
+        elif bare := re.fullmatch(r"\$(\w+)", word):
+            argv += env.get(bare.group(1), "").split()
+        else:
+            argv.append(word)
+    return argv
+
+
+def test_the_nightly_unit_exports_to_node_exporters_textfile_dir() -> None:
+    args = cli.build_parser().parse_args(unit_argv(None))
+    assert args.metrics_textfile == Path("/var/lib/prometheus/node-exporter") and args.pushgateway is None
+    assert args.inventory == Path("/etc/provision-and-validate/hosts.yml")
+    # The example env file's pushgateway line, as the unit passes it.
+    example = (ROOT / "deploy" / "systemd" / "nightly.env.example").read_text()
+    [extra] = re.findall(r"^# PAV_EXTRA_ARGS=(.*)$", example, re.M)
+    args = cli.build_parser().parse_args(unit_argv(extra))
+    assert args.pushgateway == "http://pushgateway.example:9091"
+    assert pushgateway.check_url(args.pushgateway) is None
