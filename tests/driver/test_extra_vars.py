@@ -4,6 +4,7 @@ and the modules' Python."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -164,3 +165,10 @@ def test_the_dry_run_names_the_env_file_that_holds_a_refused_value(tmp_path: Pat
     roles.write_text("host_tuning_nofile: lots\n")
     run = run_cli("--inventory", str(inventory), "--dry-run")
     assert_one_line_error(run, f"{roles}: host_tuning_nofile='lots'", "role host_tuning's argument spec")
+
+
+def test_the_line_docs_configuration_quotes_is_the_one_printed() -> None:
+    doc = " ".join((ROOT / "docs" / "configuration.md").read_text().split())
+    [quoted] = re.findall(r"`(error: -e: nccl_env_fabric=[^`]*)`", doc)
+    run = run_cli("--dry-run", "-e", "nccl_env_fabric=ib")
+    assert run.stderr.strip() == quoted
