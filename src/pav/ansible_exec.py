@@ -231,7 +231,8 @@ def _python_did_not_run(res: dict[str, Any], said: list[str]) -> str:
     )
     return (
         f"the host's {which} did not run Ansible's module ({line}; exit {res.get('rc', '?')}); "
-        "set ansible_python_interpreter for the host in the inventory to a working Python, e.g. /usr/bin/python3"
+        "set ansible_python_interpreter for the host in the inventory to a working Python, "
+        "e.g. /usr/bin/python3"
     )
 
 

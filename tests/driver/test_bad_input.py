@@ -72,7 +72,7 @@ def test_interpreter_discovery_under_pyenv_names_the_python_it_tried(tmp_path: P
     discovery takes the first shim of its list, which exits 127. The line names that interpreter, the shim's
     own first words (not its last note) and the fix; the host row does not say it needs no changes."""
     shims = tmp_path / "shims"
-    names = [f"python3.{minor}" for minor in range(13, 7, -1)] + ["python3"]
+    names = [Path(name).name for name in discovery_order()]
     for name in names:
         said = PYENV_SAYS.format(name=name).replace("'", "'\\''")
         write(shims / name, f"#!/bin/sh\nprintf '%s\\n' '{said}' >&2\nexit 127\n").chmod(0o755)
@@ -80,14 +80,27 @@ def test_interpreter_discovery_under_pyenv_names_the_python_it_tried(tmp_path: P
     path = f"{shims}{os.pathsep}{os.environ['PATH']}"
     run = run_cli("--inventory", str(inventory), "--stages", "configure", "--run-dir", str(tmp_path / "r"),
                   env={"PATH": path})  # fmt: skip
-    tried = f"the host's Python {shims}/python3.13 (Ansible's interpreter discovery picked it; the inventory sets none)"
-    cause = "(pyenv: python3.13: command not found; exit 127)"
+    tried = f"the host's Python {shims}/{names[0]} (Ansible's interpreter discovery picked it; the inventory"
+    cause = f"(pyenv: {names[0]}: command not found; exit 127)"
     fix = "set ansible_python_interpreter for the host in the inventory to a working Python"
     assert_one_line_error(run, tried, cause, fix, documented=True)
     assert "at the same time" not in run.stderr
     summary = (tmp_path / "r" / "summary.txt").read_text()
     row = next(ln for ln in summary.splitlines() if ln.startswith("localhost"))
     assert row.split()[1] == "failed" and row.endswith("no change made before configure failed on it"), row
+
+
+def discovery_order() -> list[str]:
+    """The interpreters Ansible's discovery tries, first found wins (ansible-core's own list)."""
+    from ansible import constants
+
+    return list(constants.config.get_config_value("INTERPRETER_PYTHON_FALLBACK"))
+
+
+def test_readme_names_the_interpreters_discovery_tries() -> None:
+    order = discovery_order()
+    said = f"the first of `{order[0]}` ... `{order[-3]}`, `{order[-2]}`, `{order[-1]}` on the host's PATH"
+    assert said in (Path(__file__).parents[2] / "README.md").read_text()
 
 
 def test_malformed_inventory_yaml_names_file_and_line(tmp_path: Path) -> None:

@@ -142,7 +142,7 @@ def test_the_dry_run_refuses_what_the_roles_argument_specs_refuse(
     value: str, ansible_says: str, role: str, fix: str
 ) -> None:
     """A real run refuses these only when the role starts, at configure (the slow test above): after
-    provisioning, on a cloud env. The dry run says so before, in Ansible's words, with the key, role and fix."""
+    provisioning, on a cloud env. The dry run says so before, in Ansible's words, with key, role and fix."""
     key = value.split("=")[0]
     run = run_cli("--dry-run", "-e", value)
     assert_one_line_error(run, f"-e: {key}=", role, ansible_says, fix)

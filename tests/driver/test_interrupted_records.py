@@ -5,14 +5,17 @@ leaves and the launch results a cut validate leaves."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from pathlib import Path
 
 from pav.ansible_exec import PlaybookOutcome
 from pav.evaluate import evaluate_launch
 from pav.reporting import bad_parts, causes, html, junit, summary
+from pav.reporting.changes import tuning_line
 from pav.results import HostRecord, RunResults, TestResult, verdict_of
 from pav.stages.playbook import record_hosts
+from tests.conftest import ROOT
 from tests.driver.contexts import context
 from tests.driver.test_evaluate import GATE, launch, rank, write_host
 
@@ -98,3 +101,28 @@ def test_a_host_configure_failed_on_is_not_said_to_need_no_changes(tmp_path: Pat
     assert row.endswith("no change made before configure failed on it") and "no changes needed" not in row
     said = html.render(asdict(results) | {"summary": {}}, tmp_path)
     assert "no change made before configure failed on it" in said
+
+
+def test_the_docs_quote_the_reason_a_cut_test_gets(tmp_path: Path) -> None:
+    [cut] = evaluate_launch(launch(hosts=("HOST",)), tmp_path, [GATE], cut=CUT)
+    for doc in ("results.md", "reliability.md"):
+        text = " ".join((ROOT / "docs" / doc).read_text().split())
+        assert f'`interrupted` "{cut.reason}"' in text or f'"{cut.reason}"' in text, doc
+
+
+def test_the_tuning_phrases_docs_results_quotes_are_the_ones_printed() -> None:
+    """docs/results.md's change_counts row quotes each phrase of a host's tuning line."""
+    lines = (ROOT / "docs" / "results.md").read_text().splitlines()
+    row = next(ln for ln in lines if ln.startswith("| `change_counts`"))
+    quoted = re.findall(r'"([^"]+)"', row)
+    printed = [
+        tuning_line(status, changes, applied, counts)
+        for status in ("ok", "unknown", "unreachable", "failed", "interrupted")
+        for changes in ([], TUNED, TUNED[:1])
+        for applied in (True, False)
+        for counts in ({}, {"failures": 1}, {"dark": 1})
+    ]
+    assert len(quoted) >= 7, quoted
+    for phrase in quoted:
+        pattern = re.escape(phrase).replace("N", r"\d+").replace("M", r"\d+").replace(r"\.\.\.", ".+")
+        assert any(re.search(pattern, line) for line in printed), phrase

@@ -15,7 +15,8 @@ OUTCOME_TAGS = {"fail": "failure", "error": "error", "interrupted": "error", "sk
 
 def render(results: RunResults) -> str:
     cases = [(host, test) for test in results.tests for host in test.hosts or ["(no host)"]]
-    counts = {tag: sum(1 for _, t in cases if OUTCOME_TAGS.get(t.status) == tag) for tag in OUTCOME_TAGS.values()}
+    tags = [OUTCOME_TAGS.get(test.status) for _, test in cases]
+    counts = {tag: tags.count(tag) for tag in OUTCOME_TAGS.values()}
     suite = ET.Element(
         "testsuite",
         name=f"provision-and-validate.{results.env}",
