@@ -40,7 +40,7 @@ def play(
             into=outcome,
         )
     except PavError:
-        if interrupts.requested():
+        if interrupts.CANCEL.is_set():  # the signal stopped this playbook (not a wrap-up one: they run on)
             record_hosts(ctx, outcome, stage, cut=True)
         raise
     timings.add(ctx.playbook_time.setdefault(stage, {}), outcome, time.monotonic() - started)
