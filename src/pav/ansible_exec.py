@@ -53,6 +53,7 @@ class PlaybookOutcome:
     # "role : task" -> seconds each host's run of it took (ansible-runner's event duration): where time goes
     durations: dict[str, list[float]] = field(default_factory=dict)
     ok: dict[str, set[str]] = field(default_factory=dict)  # "role : task" -> hosts it ran on and succeeded
+    reached: set[str] = field(default_factory=set)  # hosts that finished at least one task
 
     @property
     def failed_hosts(self) -> set[str]:
@@ -68,9 +69,12 @@ def run_playbook(
     extravars: dict[str, Any],
     verbose: bool = False,
     limit: str | None = None,
+    into: PlaybookOutcome | None = None,
 ) -> PlaybookOutcome:
+    """into: filled as the events arrive, so a caller still has what the playbook did when a signal stops
+    it (the error raised then carries no outcome)."""
     require_tool("ansible-playbook", "install the project (pip install -e .) to get ansible-core")
-    outcome = PlaybookOutcome(rc=-1, status="unknown")
+    outcome = into or PlaybookOutcome(rc=-1, status="unknown")
     private_dir.mkdir(parents=True, exist_ok=True)
 
     def on_event(event: dict[str, Any]) -> bool:
@@ -184,6 +188,8 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
     name = event.get("event")
     if not host:
         return
+    if name in FINISHED:
+        outcome.reached.add(host)
     if name == "runner_on_unreachable":
         outcome.unreachable[host] = _message(res)
     elif name == "runner_on_failed" and not data.get("ignore_errors"):
@@ -206,16 +212,28 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
 
 def _message(res: dict[str, Any]) -> str:
     msg = res.get("msg") or res.get("stderr") or res.get("module_stderr") or "failed"
-    said = [ln for ln in str(res.get("module_stderr") or "").splitlines() if ln.strip()]
+    said = [ln.strip() for ln in str(res.get("module_stderr") or "").splitlines() if ln.strip()]
     if "Module result deserialization failed" in str(msg) and said:
-        # The host's Python never ran the module (a pyenv shim to a missing version, a broken venv): its own
-        # words are the cause, Ansible's JSON complaint is not.
-        why = f"{said[-1].strip()}; exit {res.get('rc', '?')}"
-        msg = (
-            f"the host's Python did not run Ansible's module ({why}); "
-            "set ansible_python_interpreter for the host to a working Python, e.g. /usr/bin/python3"
-        )
+        msg = _python_did_not_run(res, said)
     return " ".join(str(msg).split())[:400]
+
+
+def _python_did_not_run(res: dict[str, Any], said: list[str]) -> str:
+    """The host's Python never ran the module (a pyenv shim to a version it lacks, a broken venv): the
+    interpreter Ansible tried and its own words are the cause, Ansible's JSON complaint is not."""
+    # A traceback ends with its error; a shell or a shim says first what went wrong (pyenv then adds notes).
+    line = said[-1] if said[0].startswith("Traceback") else said[0]
+    found = (res.get("ansible_facts") or {}).get("discovered_interpreter_python")
+    which = (
+        f"Python {found} (Ansible's interpreter discovery picked it; the inventory sets none)"
+        if found
+        else "Python (its ansible_python_interpreter)"
+    )
+    return (
+        f"the host's {which} did not run Ansible's module ({line}; exit {res.get('rc', '?')}); "
+        "set ansible_python_interpreter for the host in the inventory to a working Python, "
+        "e.g. /usr/bin/python3"
+    )
 
 
 def _per_host(stats: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
@@ -233,7 +251,10 @@ def _host_state(host: str, outcome: PlaybookOutcome) -> str:
         return "unreachable"
     if host in outcome.failures:
         return "failed"
-    return "done" if host in outcome.stats else "not run"
+    if host in outcome.stats:
+        return "done"
+    # Cancelled before the play ended on it: a host that ran tasks was cut short, not left out.
+    return "interrupted" if outcome.status == "canceled" and host in outcome.reached else "not run"
 
 
 def _stdout_tail(runner: Any) -> str:

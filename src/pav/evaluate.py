@@ -29,15 +29,17 @@ def evaluate_launch(
     gates: list[Gate],
     nccl_gates: NcclGates | None = None,
     lost: Mapping[str, str] | None = None,
+    cut: str = "",
 ) -> list[TestResult]:
     """Host-scope tests get a result per host; a cluster test gets one result spanning its members.
 
-    lost: why a host gave no result (host -> a phrase: it left the run, the run was interrupted), named in
-    the reason of a test it gives no result to.
+    lost: why a host gave no result (host -> a phrase: it left the run, collect did not run), named in
+    the reason of a test it gives no result to. cut: the signal that stopped the run ("interrupted by
+    SIGINT"), if one did: a test no other loss explains was cut short by it, and is `interrupted`.
     """
     if launch.scope == "cluster":
-        return [evaluate_group(launch, launch.hosts, launch.members, run_dir, gates, nccl_gates, lost)]
-    return [evaluate_group(launch, [h], [h], run_dir, gates, nccl_gates, lost) for h in launch.hosts]
+        return [evaluate_group(launch, launch.hosts, launch.members, run_dir, gates, nccl_gates, lost, cut)]
+    return [evaluate_group(launch, [h], [h], run_dir, gates, nccl_gates, lost, cut) for h in launch.hosts]
 
 
 def evaluate_group(
@@ -48,6 +50,7 @@ def evaluate_group(
     gates: list[Gate],
     nccl_gates: NcclGates | None = None,
     lost: Mapping[str, str] | None = None,
+    cut: str = "",
 ) -> TestResult:
     result = TestResult(launch.test, members, "error", threshold={"gates": [g.describe() for g in gates]})
     dirs = {h: run_dir / "hosts" / h / "results" / launch.test for h in launch_hosts}
@@ -58,10 +61,7 @@ def evaluate_group(
     result = _with_wall_time(result, dirs)
     missing = [h for h, rc in rcs.items() if rc is None]
     if missing:
-        why = "; ".join(dict.fromkeys(lost[h] for h in missing if lost and h in lost))
-        cause = f": {why}" if why else " (it did not run, or collect failed)"
-        result.reason = f"no result came back from {', '.join(missing)}{cause}"
-        return result
+        return _no_result(result, missing, lost or {}, cut)
     timed_out = [h for h, rc in rcs.items() if rc in TIMEOUT_RCS]
     if timed_out:
         result.status = "fail"
@@ -77,6 +77,19 @@ def evaluate_group(
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
     log = _log(next(iter(dirs.values())))
     return _judge_ranks(result, failed_rc, ranks, expected, gates, log)
+
+
+def _no_result(result: TestResult, missing: list[str], lost: Mapping[str, str], cut: str) -> TestResult:
+    """A host gave no launcher.rc: it left the run, collect did not run, or the signal cut the test short
+    (then the test says so, not a cause on the host)."""
+    why = "; ".join(dict.fromkeys(lost[h] for h in missing if h in lost))
+    if cut and not why:
+        result.status = "interrupted"
+        result.reason = f"the run was {cut} before {', '.join(missing)} gave a result"
+        return result
+    cause = f": {why}" if why else " (it did not run, or collect failed)"
+    result.reason = f"no result came back from {', '.join(missing)}{cause}"
+    return result
 
 
 def _judge_ranks(

@@ -70,11 +70,12 @@ class Judge:
         return split_gates(self.profile.tests.get(gates_of or test, []))
 
     def launch(
-        self, launch: Launch, run_dir: Path, lost: Mapping[str, str] | None = None
+        self, launch: Launch, run_dir: Path, lost: Mapping[str, str] | None = None, cut: str = ""
     ) -> list[TestResult]:
-        """A collected launch's results: the profile's gates, its Slurm job, then the derived gates."""
+        """A collected launch's results: the profile's gates, its Slurm job, then the derived gates. cut:
+        the signal that stopped the run, if one did (evaluate_launch)."""
         measured, _ = self.gates(launch.test, launch.gates_of)
-        found = evaluate_launch(launch, run_dir, measured, self.profile.nccl_gates(launch.scope), lost)
+        found = evaluate_launch(launch, run_dir, measured, self.profile.nccl_gates(launch.scope), lost, cut)
         found = attach_jobs(found, launch, run_dir)
         self.derived(found)
         return found

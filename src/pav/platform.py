@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from pav import plan
+from pav import plan, role_args
 from pav.context import RunContext
 from pav.inventory import resolve_hosts
 
@@ -51,7 +51,9 @@ def hosts() -> Platform:
 
 
 def print_plan(ctx: RunContext) -> int:
-    """The hosts platform's dry run: the plan of stages, hosts (a static inventory's, read) and tests."""
+    """The hosts platform's dry run: the plan of stages, hosts (a static inventory's, read) and tests; a
+    role variable its role would refuse stops it, as it stops a real run's configure."""
+    role_args.check(ctx.settings.role_vars, ctx.settings.origins)
     if ctx.env.hosts_file is not None:
         ctx.hosts = resolve_hosts(ctx.env.hosts_file)
     print(plan.render(ctx), end="")

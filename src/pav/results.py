@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
-TestStatus = Literal["pass", "fail", "skipped", "error"]
+TestStatus = Literal["pass", "fail", "skipped", "error", "interrupted"]  # interrupted: a signal cut it short
 StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
 Verdict = Literal["PASS", "FAIL", "ERROR", "NONE"]  # NONE: the stages run did not include validate
 
@@ -33,7 +33,8 @@ class StageRecord:
 class HostRecord:
     name: str
     address: str = ""
-    status: str = "unknown"  # ok | failed | unreachable | unknown
+    # ok | failed | unreachable | unknown (never contacted) | interrupted (a signal cut configure on it)
+    status: str = "unknown"
     facts: dict[str, Any] = field(default_factory=dict)
     ansible: dict[str, dict[str, int]] = field(default_factory=dict)  # stage -> ok/changed/failed counts
     changes: list[str] = field(default_factory=list)  # configure tasks that changed the host, or would have
@@ -101,15 +102,16 @@ class RunResults:
 
 
 def count_statuses(tests: list[TestResult]) -> dict[str, int]:
-    counts = {"pass": 0, "fail": 0, "skipped": 0, "error": 0}
+    counts = {"pass": 0, "fail": 0, "skipped": 0, "error": 0, "interrupted": 0}
     for test in tests:
         counts[test.status] += 1
     return counts
 
 
 def verdict_of(tests: list[TestResult]) -> Verdict:
-    """PASS needs at least one passing test and no failing or erroring one; skips never pass a cluster."""
+    """PASS needs at least one passing test and no failing, erroring or interrupted one; skips never pass a
+    cluster."""
     counts = count_statuses(tests)
-    if counts["fail"] or counts["error"]:
+    if counts["fail"] or counts["error"] or counts["interrupted"]:
         return "FAIL"
     return "PASS" if counts["pass"] else "FAIL"

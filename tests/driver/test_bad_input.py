@@ -57,6 +57,52 @@ def test_a_broken_host_python_is_named_with_its_own_words(tmp_path: Path) -> Non
     assert "error: configure failed" in (tmp_path / "r" / "summary.txt").read_text()
 
 
+# What a pyenv shim prints for a command the active version lacks (pyenv 2.x), and its exit code.
+PYENV_SAYS = """pyenv: {name}: command not found
+
+The `{name}' command exists in these Python versions:
+  3.13.0
+
+Note: See 'pyenv help global' for tips on allowing multiple
+      Python versions to be found at the same time."""
+
+
+def test_interpreter_discovery_under_pyenv_names_the_python_it_tried(tmp_path: Path) -> None:
+    """An own inventory that sets no interpreter, on a machine whose PATH starts with pyenv's shims: Ansible's
+    discovery takes the first shim of its list, which exits 127. The line names that interpreter, the shim's
+    own first words (not its last note) and the fix; the host row does not say it needs no changes."""
+    shims = tmp_path / "shims"
+    names = [Path(name).name for name in discovery_order()]
+    for name in names:
+        said = PYENV_SAYS.format(name=name).replace("'", "'\\''")
+        write(shims / name, f"#!/bin/sh\nprintf '%s\\n' '{said}' >&2\nexit 127\n").chmod(0o755)
+    inventory = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    localhost: {ansible_connection: local}\n")
+    path = f"{shims}{os.pathsep}{os.environ['PATH']}"
+    run = run_cli("--inventory", str(inventory), "--stages", "configure", "--run-dir", str(tmp_path / "r"),
+                  env={"PATH": path})  # fmt: skip
+    tried = f"the host's Python {shims}/{names[0]} (Ansible's interpreter discovery picked it; the inventory"
+    cause = f"(pyenv: {names[0]}: command not found; exit 127)"
+    fix = "set ansible_python_interpreter for the host in the inventory to a working Python"
+    assert_one_line_error(run, tried, cause, fix, documented=True)
+    assert "at the same time" not in run.stderr
+    summary = (tmp_path / "r" / "summary.txt").read_text()
+    row = next(ln for ln in summary.splitlines() if ln.startswith("localhost"))
+    assert row.split()[1] == "failed" and row.endswith("no change made before configure failed on it"), row
+
+
+def discovery_order() -> list[str]:
+    """The interpreters Ansible's discovery tries, first found wins (ansible-core's own list)."""
+    from ansible import constants
+
+    return list(constants.config.get_config_value("INTERPRETER_PYTHON_FALLBACK"))
+
+
+def test_readme_names_the_interpreters_discovery_tries() -> None:
+    order = discovery_order()
+    said = f"the first of `{order[0]}` ... `{order[-3]}`, `{order[-2]}`, `{order[-1]}` on the host's PATH"
+    assert said in (Path(__file__).parents[2] / "README.md").read_text()
+
+
 def test_malformed_inventory_yaml_names_file_and_line(tmp_path: Path) -> None:
     inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    a: {ansible_host: [1.2.3.4\n")
     run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
@@ -93,11 +139,24 @@ def test_unreachable_host_is_named(tmp_path: Path) -> None:
     )
     run_dir = tmp_path / "r"
     run = run_cli("--inventory", str(inv), "--run-dir", str(run_dir))
-    assert_one_line_error(run, "deadhost", "unreachable")
+    # The hint docs/reliability.md promises, also where the host is the run's only one.
+    assert_one_line_error(run, "deadhost", "unreachable", "; check its address, SSH user and key, or pass "
+                          "--allow-missing 1 to go on without it")  # fmt: skip
     results = run.results(run_dir)
     assert results["verdict"] == "ERROR"
     assert results["hosts"]["deadhost"]["status"] == "unreachable"
     assert (run_dir / "summary.txt").is_file()
+    # Taken: the run goes on without it, each of its tests an error naming it, verdict FAIL.
+    run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r2"), "--allow-missing", "1")
+    assert run.rc == 1 and "Traceback" not in run.stderr, run.stdout + run.stderr
+    results = run.results(tmp_path / "r2")
+    assert results["verdict"] == "FAIL" and results["error"] == ""
+    assert results["tests"] and all(
+        t["status"] == "error" and t["reason"].startswith("not validated: host deadhost is unreachable")
+        for t in results["tests"]
+    )
+    stages = {s["name"]: s["detail"] for s in results["stages"]}
+    assert stages["validate"] == "nothing to launch: no host is left in the run (--allow-missing)"
 
 
 def test_run_dir_not_writable(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ and the modules' Python."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -111,3 +112,63 @@ def test_e_values_are_checked_by_the_roles_argument_specs(tmp_path: Path) -> Non
                   "-e", "torch_payload_gpu_facts_timeout_s=soon")  # fmt: skip
     assert run.rc == 2, run.stdout + run.stderr
     assert "argument 'torch_payload_gpu_facts_timeout_s' is of type str" in run.stderr
+
+
+# (value given with -e, what the role's spec and Ansible's validator say of it, the fix the line gives)
+REFUSED = [
+    (
+        "torch_payload_gpu_facts_timeout_s=soon",
+        "argument 'torch_payload_gpu_facts_timeout_s' is of type str and we were unable to convert to int",
+        "role torch_payload's argument spec refuses it",
+        "set torch_payload_gpu_facts_timeout_s to a whole number, e.g. 180",
+    ),
+    (
+        "nccl_env_fabric=ib",
+        "value of nccl_env_fabric must be one of: infiniband, roce, socket, got: ib",
+        "role nccl_env's argument spec refuses it",
+        "set nccl_env_fabric to one of infiniband, roce, socket",
+    ),
+    (
+        "host_tuning_manage_shm=maybe",
+        "unable to convert to bool",
+        "role host_tuning's argument spec refuses it",
+        "set host_tuning_manage_shm to true or false, e.g. true",
+    ),
+]
+
+
+@pytest.mark.parametrize(("value", "ansible_says", "role", "fix"), REFUSED)
+def test_the_dry_run_refuses_what_the_roles_argument_specs_refuse(
+    value: str, ansible_says: str, role: str, fix: str
+) -> None:
+    """A real run refuses these only when the role starts, at configure (the slow test above): after
+    provisioning, on a cloud env. The dry run says so before, in Ansible's words, with key, role and fix."""
+    key = value.split("=")[0]
+    run = run_cli("--dry-run", "-e", value)
+    assert_one_line_error(run, f"-e: {key}=", role, ansible_says, fix)
+    assert f"roles/{role.split()[1][:-2]}/meta/argument_specs.yml" in run.stderr
+
+
+def test_the_dry_run_takes_what_the_roles_take(tmp_path: Path) -> None:
+    """Ansible's conversions: -e strings that read as the type pass, a template is left to Ansible."""
+    run = run_cli("--dry-run", "-e", "torch_payload_gpu_facts_timeout_s=60 host_tuning_manage_shm=no",
+                  "-e", "nccl_env_fabric='{{ my_fabric }}'")  # fmt: skip
+    assert run.rc == 0, run.stderr
+    assert "tests (launcher direct):" in run.stdout
+
+
+def test_the_dry_run_names_the_env_file_that_holds_a_refused_value(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("all:\n  hosts:\n    localhost: {ansible_connection: local}\n")
+    roles = tmp_path / "group_vars" / "all" / "roles.yml"
+    roles.parent.mkdir(parents=True)
+    roles.write_text("host_tuning_nofile: lots\n")
+    run = run_cli("--inventory", str(inventory), "--dry-run")
+    assert_one_line_error(run, f"{roles}: host_tuning_nofile='lots'", "role host_tuning's argument spec")
+
+
+def test_the_line_docs_configuration_quotes_is_the_one_printed() -> None:
+    doc = " ".join((ROOT / "docs" / "configuration.md").read_text().split())
+    [quoted] = re.findall(r"`(error: -e: nccl_env_fabric=[^`]*)`", doc)
+    run = run_cli("--dry-run", "-e", "nccl_env_fabric=ib")
+    assert run.stderr.strip() == quoted

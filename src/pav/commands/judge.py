@@ -21,7 +21,7 @@ from pav.results import HostRecord, TestResult, count_statuses, verdict_of
 from pav.thresholds.profiles import known_profiles, profile_path
 
 EXIT_PASS, EXIT_FAIL = 0, 1
-STATUSES = ("pass", "fail", "skipped", "error")
+STATUSES = ("pass", "fail", "skipped", "error", "interrupted")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -184,14 +184,15 @@ def render(found: Rejudgement) -> str:
     for item in found.tests:
         test, was = item.test, item.recorded
         changed = was is not None and was.status != test.status
-        if test.status not in ("fail", "error") and not changed:
+        if test.status not in ("fail", "error", "interrupted") and not changed:
             continue
         note = " (as recorded: not decided by gates)" if item.how == "recorded" else ""
         note += f" (recorded {was.status})" if changed and was is not None else ""
         reason = f": {test.reason}" if test.reason else ""
         lines.append(f"   {test.status.upper()} {test.name} on {', '.join(test.hosts)}{note}{reason}")
     counts = count_statuses([r.test for r in found.tests])
-    lines.append("   " + ", ".join(f"{n} {status}" for status, n in counts.items()))
+    shown = [(status, n) for status, n in counts.items() if n or status != "interrupted"]
+    lines.append("   " + ", ".join(f"{n} {status}" for status, n in shown))
     return "\n".join(lines) + "\n"
 
 

@@ -25,6 +25,8 @@ SLOW_TRAINING = (
 NOT_LEARNING = "training did not learn: wrong numerics on a GPU, or a broken payload"
 # (pattern on the test's reason, likely cause). First match wins, so the specific rules come first.
 RULES: tuple[tuple[str, str], ...] = (
+    # First: a test the signal cut short says nothing of its hosts, whatever else its reason names.
+    (r"interrupted", "the run was interrupted (SIGINT/SIGTERM) before this test gave a result"),
     (
         r"timeout|timed out",
         "a hang or a straggler: a rank stuck in a collective (a dead link, a peer that never joined) "
@@ -34,7 +36,6 @@ RULES: tuple[tuple[str, str], ...] = (
         r"unreachable|left the run|no result came back|host \S+ (is )?down",
         "host down or unreachable over SSH: check that it is up, sshd answers, and its pinned host key",
     ),
-    (r"interrupted", "the run was interrupted (SIGINT/SIGTERM) before this test gave a result"),
     (
         r"wrong(_total)?[=\s]*[1-9]|#wrong|wrong elements|wrong result|out-of-bounds|replicas",
         CORRUPTION,
@@ -109,6 +110,7 @@ PROBLEM_RULES: tuple[tuple[str, str], ...] = (
     (r"DOWN|not active|Gb/sec", "an InfiniBand or RoCE port down or slow: its cable, transceiver or "
      "switch port (ibstat)"),
 )  # fmt: skip
+SHOWN = ("fail", "error", "interrupted")  # the statuses report.html lists under failures
 EXCERPT_LINES = 20
 EXCERPT_CHARS = 2400
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -153,7 +155,7 @@ def failures(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()
     known = set(secrets)
     out = []
     for test in results.get("tests", []):
-        if test.get("status") not in ("fail", "error"):
+        if test.get("status") not in SHOWN:
             continue
         log = _log_of(test, run_dir)
         excerpt = excerpt_of(run_dir / log, known) if log else ""

@@ -20,8 +20,9 @@ from pav.reporting.changes import tuning_line
 from pav.units import size_label
 
 TEMPLATES = Path(__file__).parent / "templates"
-SUMMARY_ORDER = ("pass", "fail", "skipped", "error")  # as results.json's summary
-STATUS_ORDER = {"fail": 0, "error": 1, "pass": 2, "skipped": 3}  # the worst of a cell's results shows
+SUMMARY_ORDER = ("pass", "fail", "skipped", "error", "interrupted")  # as results.json's summary
+# The worst of a cell's results shows.
+STATUS_ORDER = {"fail": 0, "error": 1, "interrupted": 2, "pass": 3, "skipped": 4}
 
 
 def render(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) -> str:
@@ -52,7 +53,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
     return {
         "r": results,
         "verdict": results.get("verdict", "ERROR"),
-        "summary": {s: sum(t.get("status") == s for t in results.get("tests", [])) for s in SUMMARY_ORDER},
+        "summary": _summary(results.get("tests", [])),
         "bad_parts": bad_parts.find(results),
         "suspects": list(suspects.values()),
         "isolation_steps": isolation.get("steps") or [],
@@ -96,6 +97,12 @@ def matrix(results: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple[st
     return hosts, tests, cells
 
 
+def _summary(tests: list[dict[str, Any]]) -> dict[str, int]:
+    """Tests per status, as summary.txt counts them: `interrupted` only where the signal cut some."""
+    counts = {s: sum(t.get("status") == s for t in tests) for s in SUMMARY_ORDER}
+    return {s: n for s, n in counts.items() if n or s != "interrupted"}
+
+
 def facts_row(name: str, host: dict[str, Any]) -> dict[str, Any]:
     facts = host.get("facts") or {}
     gpu, torch = facts.get("gpu") or {}, facts.get("torch") or {}
@@ -118,7 +125,10 @@ def facts_row(name: str, host: dict[str, Any]) -> dict[str, Any]:
         "rdma_ports": rdma.get("ports") or [],
         "topology": gpu.get("topology") or "",
         "tuning": tuning_line(
-            str(host.get("status", "")), host.get("changes") or [], bool(host.get("tuning_applied"))
+            str(host.get("status", "")),
+            host.get("changes") or [],
+            bool(host.get("tuning_applied")),
+            (host.get("ansible") or {}).get("configure"),
         ),
         "diffs": host.get("diffs") or [],
     }

@@ -9,17 +9,19 @@ import xml.etree.ElementTree as ET
 
 from pav.results import RunResults, TestResult
 
-OUTCOME_TAGS = {"fail": "failure", "error": "error", "skipped": "skipped"}
+# A test the signal cut short is an error to a CI system: it did not run to a result.
+OUTCOME_TAGS = {"fail": "failure", "error": "error", "interrupted": "error", "skipped": "skipped"}
 
 
 def render(results: RunResults) -> str:
     cases = [(host, test) for test in results.tests for host in test.hosts or ["(no host)"]]
-    counts = {status: sum(1 for _, t in cases if t.status == status) for status in OUTCOME_TAGS}
+    tags = [OUTCOME_TAGS.get(test.status) for _, test in cases]
+    counts = {tag: tags.count(tag) for tag in OUTCOME_TAGS.values()}
     suite = ET.Element(
         "testsuite",
         name=f"provision-and-validate.{results.env}",
         tests=str(len(cases)),
-        failures=str(counts["fail"]),
+        failures=str(counts["failure"]),
         errors=str(counts["error"]),
         skipped=str(counts["skipped"]),
         timestamp=results.started,

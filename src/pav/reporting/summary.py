@@ -28,7 +28,7 @@ def render(results: RunResults) -> str:
                     h.name,
                     h.status,
                     str(h.facts.get("gpu", {}).get("count", "?")),
-                    tuning_line(h.status, h.changes, h.tuning_applied),
+                    tuning_line(h.status, h.changes, h.tuning_applied, h.ansible.get("configure")),
                 ]
                 for h in results.hosts.values()
             ],
@@ -50,7 +50,8 @@ def render(results: RunResults) -> str:
         + _exports(results)
     )
     counts = count_statuses(results.tests)
-    lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in counts.items()))
+    shown = {k: v for k, v in counts.items() if v or k != "interrupted"}  # interrupted: only when some were
+    lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in shown.items()))
     if results.error:
         lines.append(f"error: {results.error}")
     lines.append(f"VERDICT: {results.verdict}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pav import interrupts
 from pav.ansible_exec import PlaybookOutcome, run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
@@ -19,30 +20,47 @@ def play(
     hosts: list[str] | None = None,
 ) -> PlaybookOutcome:
     """Run `playbook` for `stage` on the run's hosts (or those of them given); hosts the run went on
-    without are left out."""
+    without are left out. A signal that stops the playbook still leaves its record on each host: what
+    it changed before the signal, and that the stage was cut short there."""
     started = time.monotonic()
-    outcome = run_playbook(
-        stage,
-        playbook,
-        ctx.inventory_file,
-        hosts or ctx.host_names,
-        ctx.run_dir / "ansible" / stage,
-        ctx.extravars() | (extravars or {}),
-        verbose=ctx.options.verbose,
-        limit=",".join(hosts) if hosts else ctx.limit,
-    )
+    outcome = PlaybookOutcome(rc=-1, status="unknown")
+    targets = hosts or ctx.host_names
+    if not targets:  # every host left the run (--allow-missing): an empty --limit would mean all of them
+        return PlaybookOutcome(rc=0, status="successful")
+    try:
+        run_playbook(
+            stage,
+            playbook,
+            ctx.inventory_file,
+            targets,
+            ctx.run_dir / "ansible" / stage,
+            ctx.extravars() | (extravars or {}),
+            verbose=ctx.options.verbose,
+            limit=",".join(hosts) if hosts else ctx.limit,
+            into=outcome,
+        )
+    except PavError:
+        if interrupts.CANCEL.is_set():  # the signal stopped this playbook (not a wrap-up one: they run on)
+            record_hosts(ctx, outcome, stage, cut=True)
+        raise
     timings.add(ctx.playbook_time.setdefault(stage, {}), outcome, time.monotonic() - started)
     ctx.results.ansible_time[stage] = timings.summary(ctx.playbook_time[stage])
     return outcome
 
 
-def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> None:
+def record_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str, cut: bool = False) -> None:
+    """What the stage's playbook did to each host. cut: a signal stopped it; a host it ended on (its
+    stats came) is recorded as any other, one it reached and had not ended on is `interrupted` where no
+    earlier stage was through with it."""
     for name, record in ctx.results.hosts.items():
         record.ansible[stage] = outcome.stats.get(name, {})
         if name in outcome.unreachable:
             record.status = "unreachable"
         elif name in outcome.failures:
             record.status = "failed"
+        elif cut and name not in outcome.stats:
+            if record.status == "unknown" and name in outcome.reached:
+                record.status = "interrupted"
         elif record.status == "unknown":
             record.status = "ok"
         if stage == "configure":
@@ -59,10 +77,12 @@ def raise_for_hosts(ctx: RunContext, outcome: PlaybookOutcome, stage: str) -> No
         lost = "is unreachable" if stage == "configure" else f"became unreachable during {stage}"
         ctx.missing.setdefault(host, f"{lost}: {msg}")
     ctx.hosts = [h for h in ctx.hosts if h.name not in ctx.missing]
-    if outcome.unreachable and (len(ctx.missing) > ctx.options.allow_missing or not ctx.hosts):
+    if outcome.unreachable and len(ctx.missing) > ctx.options.allow_missing:
         host = next(iter(outcome.unreachable))
         others = f" (and {len(outcome.unreachable) - 1} more)" if len(outcome.unreachable) > 1 else ""
-        rest = f", or pass --allow-missing {len(ctx.missing)} to go on without it" if ctx.hosts else ""
+        # Also where no host would be left: the run then records each test of the lost hosts as error.
+        them = "them" if len(ctx.missing) > 1 else "it"
+        rest = f", or pass --allow-missing {len(ctx.missing)} to go on without {them}"
         raise PavError(f"host {host} {ctx.missing[host]}{others}; check its address, SSH user and key{rest}")
     failures = {h: msgs for h, msgs in outcome.failures.items() if h not in ctx.missing}
     if failures:

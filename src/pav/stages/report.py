@@ -49,18 +49,18 @@ def judge_launches(ctx: RunContext) -> None:
     """Turn the collected launches into test results; each launch is judged once, also when the
     isolate stage judged it before the report."""
     judging = run_judge(ctx)
-    lost: dict[str, str] = {}
-    if interrupts.requested():  # launches the signal cut short left no launcher.rc to collect
-        lost = {h: f"the run was {ctx.results.error}" for launch in ctx.launches for h in launch.hosts}
-    lost |= {host: f"host {host} {why}" for host, why in ctx.missing.items()}
-    if "validate" in ctx.options.stages and "collect" not in ctx.options.stages:
+    # Launches the signal cut short left no launcher.rc to collect: they are `interrupted`.
+    stop = interrupts.interruption()
+    cut = str(stop) if stop is not None else ""
+    lost = {host: f"host {host} {why}" for host, why in ctx.missing.items()}
+    if "validate" in ctx.options.stages and "collect" not in ctx.options.stages and not cut:
         # Results stay on the hosts until collect fetches them: the verdict must say which stage it lacks.
         left_out = "collect was not among --stages (add it: results stay on the hosts until collect fetches)"
         lost = {h: lost.get(h, left_out) for launch in ctx.launches for h in launch.hosts}
     judged: list[TestResult] = []
     for launch in ctx.launches:
         ctx.derived_gates[launch.test] = judging.gates(launch.test, launch.gates_of)[1]
-        judged += judging.launch(launch, ctx.run_dir, lost)
+        judged += judging.launch(launch, ctx.run_dir, lost, cut)
     ctx.results.tests.extend(judged)
     ctx.results.gates = judging.gates_record(ctx.results.tests)
     ctx.launches = []

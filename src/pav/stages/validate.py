@@ -44,6 +44,8 @@ def plan(ctx: RunContext) -> None:
 
 def run(ctx: RunContext) -> str:
     plan(ctx)
+    if not ctx.hosts:
+        return "nothing to launch: no host is left in the run (--allow-missing)"
     if not ctx.launches:
         return "nothing to launch: every planned test was skipped"
     with _job_scripts(ctx) as jobs:
