@@ -1,11 +1,13 @@
 """--env sim --launcher slurm: the slurm role brings up slurmctld + slurmd + munged on 2 sim hosts, the
 env's own test list runs as Slurm jobs (the payload's multi-host run sbatch -> srun -> torchrun),
 Slurm's own checks run, a rank that exits non-zero fails the job and the
-verdict, and teardown leaves no daemon behind."""
+verdict, --on-fail drain drains the nodes of that FAIL (and none after a PASS) with the tool's reason in the
+real slurmctld, and teardown leaves no daemon behind."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ class SlurmRuns:
     daemons: list[str]  # seen while the cluster was up
     down: CliRun
     state: Path
+    nodes: dict[str, dict[str, str]]  # scontrol show node after the failing run: NodeName -> its fields
 
     def results(self, run_dir: Path) -> dict[str, Any]:
         return json.loads((run_dir / "results.json").read_text())
@@ -56,16 +59,33 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
     """Validate twice on the shared, already configured Slurm sim cluster, then tear it down."""
     base, env = slurm_cluster.base, slurm_cluster.env
     common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report")
+    common += ("--on-fail", "drain")
     healthy_dir, failing_dir = base / "healthy", base / "failing"
     try:
         assert slurm_cluster.first.rc == 0, slurm_cluster.first.stdout + slurm_cluster.first.stderr
         healthy = run_cli(*common, "--run-dir", str(healthy_dir), env=env, timeout=900)  # the env's tests
         daemons = slurm_daemons(slurm_cluster.state)
         failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
+        nodes = slurm_nodes(slurm_cluster)
     finally:
         down = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "down"), env=env)
         slurm_cluster.down = down
-    return SlurmRuns(healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state)
+    return SlurmRuns(healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state, nodes)
+
+
+def slurm_nodes(cluster: SlurmCluster) -> dict[str, dict[str, str]]:
+    """`scontrol show node --oneliner` on the controller (the first host), each node's fields by name."""
+    first = next(iter(cluster.configured()[0]["hosts"]))
+    host = json.loads((cluster.state / "sim" / "hosts" / f"{first}.json").read_text())
+    shown = cluster.ssh(host["ip"], "scontrol show node --oneliner")
+    assert shown.returncode == 0, shown.stderr
+    nodes = {}
+    for line in shown.stdout.splitlines():
+        # Reason=... runs to the next " Key=" field and may hold spaces: split on the field names.
+        fields = dict(re.findall(r"(\w+)=(.*?)(?= \w+=|$)", line))
+        if "NodeName" in fields:
+            nodes[fields["NodeName"]] = fields | {"line": line}
+    return nodes
 
 
 def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
@@ -130,6 +150,24 @@ def test_rank_exiting_nonzero_fails_the_job_and_the_verdict(runs: SlurmRuns) -> 
     assert f"slurm job {test['slurm']['job_id']} FAILED" in test["reason"]
     # The cluster was idle again before this run's jobs: the earlier jobs left nothing allocated.
     assert by_name(results)["slurm_cluster_state"]["status"] == "pass"
+
+
+def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: SlurmRuns) -> None:
+    """The failing run's multi-host test names both hosts (2 hosts: no isolation to single one out): both
+    nodes drain in the real slurmctld with a reason naming the run and the test. The healthy run before it,
+    with the same flag, drained nothing: the failing run's own slurm_cluster_state found every node idle."""
+    results = runs.results(runs.failing_dir)
+    drains = [a for a in results["actions"] if a["action"] == "slurm drain"]
+    assert sorted(a["host"] for a in drains) == sorted(results["hosts"]), results["actions"]
+    assert all(a["ok"] for a in drains), drains
+    assert runs.results(runs.healthy_dir)["actions"] == []
+    assert len(runs.nodes) == 2, runs.nodes
+    for name, node in runs.nodes.items():
+        assert "DRAIN" in node["State"], (name, node)
+        assert node["Reason"].startswith(f"pav {results['run_id']}: "), node["Reason"]
+        assert f"[{FAULT}]" in node["line"], node["line"]
+    summary = (runs.failing_dir / "summary.txt").read_text()
+    assert summary.count("slurm drain: ") == 2 and "VERDICT: FAIL" in summary
 
 
 def test_teardown_leaves_no_daemon(runs: SlurmRuns) -> None:
