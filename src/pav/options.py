@@ -29,3 +29,4 @@ class Options:
     metrics_textfile: Path | None = None  # --metrics-textfile DIR: node_exporter's textfile collector dir
     pushgateway: str | None = None  # --pushgateway URL: a Prometheus pushgateway
     on_fail: str | None = None  # --on-fail drain: drain the Slurm nodes a FAIL names
+    recheck: bool = False  # --recheck: re-run the tool's drained nodes' tests, resume those that pass

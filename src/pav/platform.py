@@ -33,7 +33,7 @@ class Platform:
 
 def hosts() -> Platform:
     from pav.ansible_exec import close_connections
-    from pav.stages import collect, configure, isolate, provision, teardown, validate
+    from pav.stages import collect, configure, isolate, provision, recheck, teardown, validate
 
     def facts_without_configure(ctx: RunContext) -> None:
         if ctx.wants("validate") and not ctx.wants("configure"):
@@ -46,7 +46,12 @@ def hosts() -> Platform:
         "provision": provision.run, "configure": configure.run, "validate": validate.run,
         "collect": collect.run, "isolate": isolate.run, "teardown": teardown.run,
     }  # fmt: skip
-    after = {"provision": provision.resolve, "configure": facts_without_configure}
+
+    def resolved(ctx: RunContext) -> None:
+        provision.resolve(ctx)
+        recheck.select(ctx)  # only with --recheck: the tool's drained nodes and their tests
+
+    after = {"provision": resolved, "configure": facts_without_configure}
     return Platform("hosts", stages, after, finish, dry_run=print_plan)
 
 

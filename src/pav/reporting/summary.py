@@ -146,7 +146,7 @@ def _actions(results: RunResults) -> list[str]:
     """What --on-fail did to each node (drained), or what failed and the fix."""
     lines = []
     for act in results.actions:
-        state = "" if act.get("ok") else " FAILED"
+        state = " FAILED" if act.get("ok") is False else ""
         lines.append(f"{act.get('action')}{state}: {act.get('host')}: {act.get('detail')}")
     return lines
 

@@ -19,7 +19,7 @@ FIX = (
 
 
 def run(ctx: RunContext) -> None:
-    if ctx.options.on_fail != "drain":
+    if ctx.options.on_fail != "drain" or ctx.options.recheck:  # a recheck keeps its nodes' drains
         return
     try:
         ctx.results.actions += drain.records(act(ctx))
