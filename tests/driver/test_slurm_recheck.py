@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pav.context import Options
+from pav.launches import HostView
 from pav.results import HostRecord
 from pav.slurm import drain, recheck
 from pav.stages import recheck as recheck_stage
@@ -89,3 +90,19 @@ def test_with_no_drained_node_of_the_tool_nothing_runs() -> None:
     ctx = context(2, options=Options(recheck=True))
     recheck_stage._narrow(ctx, {})
     assert ctx.hosts == [] and not ctx.wants("validate") and ctx.wants("report")
+
+
+def test_each_test_launches_only_on_the_hosts_that_failed_it() -> None:
+    ctx = context(3, options=Options(recheck=True))
+    ctx.results.hosts = {h.name: HostRecord(h.name) for h in ctx.hosts}
+    wanted = {"h1": ("torch_gloo_allreduce",), "h2": ("ddp_cpu_train", "torch_gloo_allreduce")}
+    for host, tests in wanted.items():
+        ctx.results.actions.append(recheck_stage._entry(host, tests, "pav r1: host x"))
+    recheck_stage._narrow(ctx, wanted)
+    views = [HostView(h.name, h.address, {}) for h in ctx.hosts]
+    plan = recheck_stage.planner(ctx)
+    launches, _ = plan(list(ctx.inputs.tests), views, ctx.settings, "r2", ctx.inputs.timeouts.for_test)
+    assert {la.test: la.hosts for la in launches} == {
+        "torch_gloo_allreduce": ["h1", "h2"],
+        "ddp_cpu_train": ["h2"],
+    }

@@ -6,16 +6,22 @@ Each node's outcome is an entry of results.json `actions` and a summary line."""
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from pav import run_inputs
+from pav.catalog import TestSpec
 from pav.context import RunContext
 from pav.errors import PavError
+from pav.launch import Launch
+from pav.launches import HostView, plan_launches
+from pav.results import TestResult
 from pav.slurm import recheck
 from pav.stages.playbook import play
 
 ACTION = "slurm recheck"
+PlanLaunches = Callable[..., tuple[list[Launch], list[TestResult]]]
 RECHECKED = ("validate", "collect", "isolate")  # stages with nothing to do when no node is the tool's
 
 
@@ -53,6 +59,25 @@ def _narrow(ctx: RunContext, tests: dict[str, tuple[str, ...]]) -> None:
     # Direct launches: Slurm runs no job on a drained node, and its checks would fail on the drain itself.
     chosen = replace(ctx.options, tests=names, launcher="direct")
     ctx.inputs = run_inputs.resolve(ctx.env, chosen, ctx.settings)
+
+
+def planner(ctx: RunContext) -> PlanLaunches:
+    """Launches of each test on the rechecked hosts that failed it, and on no other (a test across hosts
+    spans only those)."""
+    wanted = {a["host"]: a["tests"] for a in ctx.results.actions if a["action"] == ACTION and a["tests"]}
+
+    def plan(
+        specs: list[TestSpec], views: list[HostView], *args: Any
+    ) -> tuple[list[Launch], list[TestResult]]:
+        launches: list[Launch] = []
+        skipped: list[TestResult] = []
+        for spec in specs:
+            mine = [v for v in views if spec.name in wanted.get(v.name, ())]
+            got, skip = plan_launches([spec], mine, *args)
+            launches, skipped = launches + got, skipped + skip
+        return launches, skipped
+
+    return plan
 
 
 def resume(ctx: RunContext) -> None:
