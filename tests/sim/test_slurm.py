@@ -21,6 +21,7 @@ from tests.sim.leftovers import alive, leftovers, slurm_daemons
 pytestmark = pytest.mark.slow
 
 MULTI = "torch_gloo_collectives_multi"
+GLOO = "torch_gloo_allreduce"
 FAULT = "fault_rank_exit_multi"
 
 
@@ -34,6 +35,13 @@ class SlurmRuns:
     down: CliRun
     state: Path
     nodes: dict[str, dict[str, str]]  # scontrol show node after the failing run: NodeName -> its fields
+    fixed: str  # the node whose drain was made to name a test that passes: the recheck returns it
+    rechecked: CliRun
+    rechecked_dir: Path
+    after_recheck: dict[str, dict[str, str]]
+    by_hand: CliRun  # a recheck after the fixed node was drained again by hand
+    by_hand_dir: Path
+    after_by_hand: dict[str, dict[str, str]]
 
     def results(self, run_dir: Path) -> dict[str, Any]:
         return json.loads((run_dir / "results.json").read_text())
@@ -67,17 +75,39 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         daemons = slurm_daemons(slurm_cluster.state)
         failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
         nodes = slurm_nodes(slurm_cluster)
+        # The second node's fault is "fixed": its drain, as the tool writes one, names a test that passes.
+        fixed, failing_id = sorted(nodes)[1], json.loads((failing_dir / "results.json").read_text())["run_id"]
+        scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='pav {failing_id}: host [{GLOO}]'")
+        recheck = ("--env", "sim", "--keep", "--stages", "validate,collect,report", "--recheck")
+        rechecked_dir, by_hand_dir = base / "recheck", base / "by-hand"
+        rechecked = run_cli(*recheck, "--run-dir", str(rechecked_dir), env=env, timeout=600)
+        after_recheck = slurm_nodes(slurm_cluster)
+        scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='bad fan'")
+        by_hand = run_cli(*recheck, "--run-dir", str(by_hand_dir), env=env, timeout=600)
+        after_by_hand = slurm_nodes(slurm_cluster)
     finally:
         down = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "down"), env=env)
         slurm_cluster.down = down
-    return SlurmRuns(healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state, nodes)
+    return SlurmRuns(
+        healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state, nodes,
+        fixed, rechecked, rechecked_dir, after_recheck, by_hand, by_hand_dir, after_by_hand,
+    )  # fmt: skip
+
+
+def controller(cluster: SlurmCluster) -> str:
+    """The first host's address: slurmctld's."""
+    first = next(iter(cluster.configured()[0]["hosts"]))
+    return str(json.loads((cluster.state / "sim" / "hosts" / f"{first}.json").read_text())["ip"])
+
+
+def scontrol(cluster: SlurmCluster, update: str) -> None:
+    done = cluster.ssh(controller(cluster), f"scontrol update {update}")
+    assert done.returncode == 0, done.stderr
 
 
 def slurm_nodes(cluster: SlurmCluster) -> dict[str, dict[str, str]]:
     """`scontrol show node --oneliner` on the controller (the first host), each node's fields by name."""
-    first = next(iter(cluster.configured()[0]["hosts"]))
-    host = json.loads((cluster.state / "sim" / "hosts" / f"{first}.json").read_text())
-    shown = cluster.ssh(host["ip"], "scontrol show node --oneliner")
+    shown = cluster.ssh(controller(cluster), "scontrol show node --oneliner")
     assert shown.returncode == 0, shown.stderr
     nodes = {}
     for line in shown.stdout.splitlines():
@@ -168,6 +198,50 @@ def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: Slur
         assert f"[{FAULT}]" in node["line"], node["line"]
     summary = (runs.failing_dir / "summary.txt").read_text()
     assert summary.count("slurm drain: ") == 2 and "VERDICT: FAIL" in summary
+
+
+def rechecks(run_dir: Path) -> list[dict[str, Any]]:
+    results = json.loads((run_dir / "results.json").read_text())
+    return [a for a in results["actions"] if a["action"] == "slurm recheck"]
+
+
+def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs: SlurmRuns) -> None:
+    """Each node ran only the test its drain names, alone: the fixed node's passed and slurmctld returned it;
+    the other's still fails and its drain stays as it was."""
+    assert runs.rechecked.rc == 1, runs.rechecked.stdout + runs.rechecked.stderr
+    results = runs.results(runs.rechecked_dir)
+    tests = {t["name"]: t for t in results["tests"]}
+    assert set(tests) == {GLOO, FAULT}, list(tests)
+    assert tests[GLOO]["status"] == "pass" and tests[FAULT]["status"] in ("fail", "error", "skipped")
+    assert len(tests[GLOO]["hosts"]) == 1 and tests[GLOO]["hosts"] != tests[FAULT]["hosts"]
+    acts = rechecks(runs.rechecked_dir)
+    resumed = [a for a in acts if a["ok"]]
+    assert len(acts) == 2 and len(resumed) == 1, acts
+    assert resumed[0]["detail"] == f"resumed: passed {GLOO}" and resumed[0]["host"] == tests[GLOO]["hosts"][0]
+    kept = next(a for a in acts if not a["ok"])
+    assert kept["detail"].startswith("kept drained: ") and kept["ok"] is None, kept
+    assert "DRAIN" not in runs.after_recheck[runs.fixed]["State"], runs.after_recheck[runs.fixed]
+    [other] = [n for n in runs.after_recheck if n != runs.fixed]
+    assert "DRAIN" in runs.after_recheck[other]["State"]
+    # The tool's reason as the failing run wrote it: a recheck that fails keeps the drain as it was.
+    assert runs.after_recheck[other]["Reason"] == runs.nodes[other]["Reason"]
+    summary = (runs.rechecked_dir / "summary.txt").read_text()
+    assert f"slurm recheck: {resumed[0]['host']}: resumed: passed {GLOO}" in summary
+
+
+def test_recheck_leaves_a_node_drained_by_hand_alone_and_lists_it(runs: SlurmRuns) -> None:
+    assert runs.by_hand.rc == 1, runs.by_hand.stdout + runs.by_hand.stderr
+    acts = rechecks(runs.by_hand_dir)
+    [left] = [a for a in acts if a["host"] == runs.fixed]
+    assert left["detail"] == "left alone: drained by someone else (bad fan)" and not left["tests"]
+    assert "DRAIN" in runs.after_by_hand[runs.fixed]["State"]
+    assert runs.after_by_hand[runs.fixed]["Reason"].startswith("bad fan")
+    tests = runs.results(runs.by_hand_dir)["tests"]
+    assert {t["name"] for t in tests} == {FAULT}  # only the tool's own drained node was rechecked
+    assert (
+        "slurm recheck: " + runs.fixed + ": left alone: drained by someone else (bad fan)"
+        in (runs.by_hand_dir / "summary.txt").read_text()
+    )
 
 
 def test_teardown_leaves_no_daemon(runs: SlurmRuns) -> None:
