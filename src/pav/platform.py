@@ -33,7 +33,7 @@ class Platform:
 
 def hosts() -> Platform:
     from pav.ansible_exec import close_connections
-    from pav.stages import collect, configure, isolate, provision, recheck, teardown, validate
+    from pav.stages import collect, configure, isolate, provision, teardown, validate
 
     def facts_without_configure(ctx: RunContext) -> None:
         if ctx.wants("validate") and not ctx.wants("configure"):
@@ -47,11 +47,7 @@ def hosts() -> Platform:
         "collect": collect.run, "isolate": isolate.run, "teardown": teardown.run,
     }  # fmt: skip
 
-    def resolved(ctx: RunContext) -> None:
-        provision.resolve(ctx)
-        recheck.select(ctx)  # only with --recheck: the tool's drained nodes and their tests
-
-    after = {"provision": resolved, "configure": facts_without_configure}
+    after = {"provision": provision.resolve, "configure": facts_without_configure}
     return Platform("hosts", stages, after, finish, dry_run=print_plan)
 
 

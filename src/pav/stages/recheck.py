@@ -26,7 +26,7 @@ RECHECKED = ("validate", "collect", "isolate")  # stages with nothing to do when
 
 
 def select(ctx: RunContext) -> None:
-    """Narrow the run to the tool's drained nodes (after provision resolved the hosts)."""
+    """Narrow the run to the tool's drained nodes (provision.resolve calls it once the hosts are known)."""
     if not ctx.options.recheck or not ctx.hosts:
         return
     outcome = play(ctx, "recheck", "slurm_drained.yml")
