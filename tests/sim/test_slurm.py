@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 
 MULTI = "torch_gloo_collectives_multi"
 GLOO = "torch_gloo_allreduce"
+HOST_FAULT = "fault_rank_exit"  # on one host: a rank exits 3
 FAULT = "fault_rank_exit_multi"
 
 
@@ -36,6 +37,7 @@ class SlurmRuns:
     state: Path
     nodes: dict[str, dict[str, str]]  # scontrol show node after the failing run: NodeName -> its fields
     fixed: str  # the node whose drain was made to name a test that passes: the recheck returns it
+    before_recheck: dict[str, dict[str, str]]
     rechecked: CliRun
     rechecked_dir: Path
     after_recheck: dict[str, dict[str, str]]
@@ -75,9 +77,15 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         daemons = slurm_daemons(slurm_cluster.state)
         failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
         nodes = slurm_nodes(slurm_cluster)
-        # The second node's fault is "fixed": its drain, as the tool writes one, names a test that passes.
-        fixed, failing_id = sorted(nodes)[1], json.loads((failing_dir / "results.json").read_text())["run_id"]
+        # Each drain, as the tool writes one, now names a test of one host (the failing run's spans both):
+        # the first node's still fails, the second's is "fixed" and passes.
+        broken, fixed = sorted(nodes)
+        failing_id = json.loads((failing_dir / "results.json").read_text())["run_id"]
+        scontrol(
+            slurm_cluster, f"NodeName={broken} State=DRAIN Reason='pav {failing_id}: host [{HOST_FAULT}]'"
+        )
         scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='pav {failing_id}: host [{GLOO}]'")
+        before_recheck = slurm_nodes(slurm_cluster)
         recheck = ("--env", "sim", "--keep", "--stages", "validate,collect,report", "--recheck")
         rechecked_dir, by_hand_dir = base / "recheck", base / "by-hand"
         rechecked = run_cli(*recheck, "--run-dir", str(rechecked_dir), env=env, timeout=600)
@@ -90,7 +98,7 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         slurm_cluster.down = down
     return SlurmRuns(
         healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state, nodes,
-        fixed, rechecked, rechecked_dir, after_recheck, by_hand, by_hand_dir, after_by_hand,
+        fixed, before_recheck, rechecked, rechecked_dir, after_recheck, by_hand, by_hand_dir, after_by_hand,
     )  # fmt: skip
 
 
@@ -211,9 +219,9 @@ def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs:
     assert runs.rechecked.rc == 1, runs.rechecked.stdout + runs.rechecked.stderr
     results = runs.results(runs.rechecked_dir)
     tests = {t["name"]: t for t in results["tests"]}
-    assert set(tests) == {GLOO, FAULT}, list(tests)
-    assert tests[GLOO]["status"] == "pass" and tests[FAULT]["status"] in ("fail", "error", "skipped")
-    assert len(tests[GLOO]["hosts"]) == 1 and tests[GLOO]["hosts"] != tests[FAULT]["hosts"]
+    assert set(tests) == {GLOO, HOST_FAULT}, list(tests)
+    assert tests[GLOO]["status"] == "pass" and tests[HOST_FAULT]["status"] == "fail"
+    assert len(tests[GLOO]["hosts"]) == 1 and tests[GLOO]["hosts"] != tests[HOST_FAULT]["hosts"]
     acts = rechecks(runs.rechecked_dir)
     resumed = [a for a in acts if a["ok"]]
     assert len(acts) == 2 and len(resumed) == 1, acts
@@ -223,8 +231,8 @@ def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs:
     assert "DRAIN" not in runs.after_recheck[runs.fixed]["State"], runs.after_recheck[runs.fixed]
     [other] = [n for n in runs.after_recheck if n != runs.fixed]
     assert "DRAIN" in runs.after_recheck[other]["State"]
-    # The tool's reason as the failing run wrote it: a recheck that fails keeps the drain as it was.
-    assert runs.after_recheck[other]["Reason"] == runs.nodes[other]["Reason"]
+    # A recheck that fails keeps the drain as it was.
+    assert runs.after_recheck[other]["Reason"] == runs.before_recheck[other]["Reason"]
     summary = (runs.rechecked_dir / "summary.txt").read_text()
     assert f"slurm recheck: {resumed[0]['host']}: resumed: passed {GLOO}" in summary
 
@@ -237,7 +245,7 @@ def test_recheck_leaves_a_node_drained_by_hand_alone_and_lists_it(runs: SlurmRun
     assert "DRAIN" in runs.after_by_hand[runs.fixed]["State"]
     assert runs.after_by_hand[runs.fixed]["Reason"].startswith("bad fan")
     tests = runs.results(runs.by_hand_dir)["tests"]
-    assert {t["name"] for t in tests} == {FAULT}  # only the tool's own drained node was rechecked
+    assert {t["name"] for t in tests} == {HOST_FAULT}  # only the tool's own drained node was rechecked
     assert (
         "slurm recheck: " + runs.fixed + ": left alone: drained by someone else (bad fan)"
         in (runs.by_hand_dir / "summary.txt").read_text()
