@@ -220,7 +220,7 @@ def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs:
     results = runs.results(runs.rechecked_dir)
     tests = {t["name"]: t for t in results["tests"]}
     assert set(tests) == {GLOO, HOST_FAULT}, list(tests)
-    assert tests[GLOO]["status"] == "pass" and tests[HOST_FAULT]["status"] == "fail"
+    assert tests[GLOO]["status"] == "pass" and tests[HOST_FAULT]["status"] in ("fail", "error")
     assert len(tests[GLOO]["hosts"]) == 1 and tests[GLOO]["hosts"] != tests[HOST_FAULT]["hosts"]
     acts = rechecks(runs.rechecked_dir)
     resumed = [a for a in acts if a["ok"]]
