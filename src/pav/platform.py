@@ -46,7 +46,6 @@ def hosts() -> Platform:
         "provision": provision.run, "configure": configure.run, "validate": validate.run,
         "collect": collect.run, "isolate": isolate.run, "teardown": teardown.run,
     }  # fmt: skip
-
     after = {"provision": provision.resolve, "configure": facts_without_configure}
     return Platform("hosts", stages, after, finish, dry_run=print_plan)
 
