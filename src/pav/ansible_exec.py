@@ -31,7 +31,7 @@ ROLE_FACTS = {
     "mpi_info": "mpi",
     "nccl_env_info": "nccl_env",  # the fabric the host was set up for: which inter-node gates apply
 }
-FACT_KEYS = ("preflight_facts", *ROLE_FACTS)
+FACT_KEYS = ("preflight_facts", *ROLE_FACTS, "slurm_nodes_info")  # the last: --recheck's query
 
 
 # Events that end one host's run of a task; each carries the run's duration.

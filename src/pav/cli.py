@@ -115,6 +115,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="after the report, push the run's metrics to this Prometheus pushgateway, one group per "
         "job pav, env and host (docs/nightly.md); a failure is a summary line, not the verdict",
     )
+    p.add_argument(
+        "--on-fail",
+        choices=("drain",),
+        help="drain: after a FAIL, drain each Slurm node the report's bad parts name (scontrol update "
+        'State=DRAIN Reason="pav RUN_ID: ..."; docs/slurm.md); a failure is a summary line, not the verdict',
+    )
+    p.add_argument(
+        "--recheck",
+        action="store_true",
+        help='find the Slurm nodes this tool drained (reason "pav ..."), run only the tests each failed, '
+        "on those nodes alone, and resume each node whose tests pass; other drains are listed, not touched",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="a progress line for every task result")
     p.add_argument(
         "--timings",
@@ -168,6 +180,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
         extra_vars=parse_extra_vars(args.extra_vars),
         metrics_textfile=args.metrics_textfile,
         pushgateway=args.pushgateway,
+        on_fail=args.on_fail,
+        recheck=args.recheck,
     )
     settings = load_settings(env.inventory_dir, options.extra_vars, provisions=env.provisions)
     if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:

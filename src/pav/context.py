@@ -83,7 +83,7 @@ class RunContext:
     @property
     def limit(self) -> str | None:
         """Ansible's --limit once hosts were dropped: playbooks then skip them instead of retrying them."""
-        return ",".join(self.host_names) if self.missing else None
+        return ",".join(self.host_names) if self.missing or self.options.recheck else None
 
     def wants(self, stage: str) -> bool:
         return stage in self.options.stages

@@ -28,3 +28,5 @@ class Options:
     extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars
     metrics_textfile: Path | None = None  # --metrics-textfile DIR: node_exporter's textfile collector dir
     pushgateway: str | None = None  # --pushgateway URL: a Prometheus pushgateway
+    on_fail: str | None = None  # --on-fail drain: drain the Slurm nodes a FAIL names
+    recheck: bool = False  # --recheck: re-run the tool's drained nodes' tests, resume those that pass

@@ -79,6 +79,7 @@ class RunResults:
     gates: dict[str, Any] = field(default_factory=dict)  # per GPU host: facts the derived gates came from
     ansible_time: dict[str, Any] = field(default_factory=dict)  # per playbook stage: where its time went
     exports: list[dict[str, Any]] = field(default_factory=list)  # --metrics-textfile, --pushgateway outcomes
+    actions: list[dict[str, Any]] = field(default_factory=list)  # --on-fail: what was done to which node
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

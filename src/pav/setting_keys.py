@@ -53,6 +53,8 @@ RUN_VARS = {
     "pav_launches": "validate: the launches the driver planned (roles/run_tests)",
     "pav_validate_collects": "validate: its playbook also collects the results",
     "pav_validate_tears_down": "validate: its playbook also removes the run's folder on the hosts",
+    "pav_slurm_drains": "--on-fail drain: host -> the drain reason (playbooks/slurm_drain.yml)",
+    "pav_slurm_state": "--on-fail drain, --recheck: DRAIN or RESUME (playbooks/slurm_drain.yml)",
 }
 
 # Host variables of the inventory the driver writes for the hosts it created (pav.provisioning.hosts);

@@ -1,11 +1,13 @@
 """--env sim --launcher slurm: the slurm role brings up slurmctld + slurmd + munged on 2 sim hosts, the
 env's own test list runs as Slurm jobs (the payload's multi-host run sbatch -> srun -> torchrun),
 Slurm's own checks run, a rank that exits non-zero fails the job and the
-verdict, and teardown leaves no daemon behind."""
+verdict, --on-fail drain drains the nodes of that FAIL (and none after a PASS) with the tool's reason in the
+real slurmctld, and teardown leaves no daemon behind."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from tests.sim.leftovers import alive, leftovers, slurm_daemons
 pytestmark = pytest.mark.slow
 
 MULTI = "torch_gloo_collectives_multi"
+GLOO = "torch_gloo_allreduce"
+HOST_FAULT = "fault_rank_exit"  # on one host: a rank exits 3
 FAULT = "fault_rank_exit_multi"
 
 
@@ -31,6 +35,15 @@ class SlurmRuns:
     daemons: list[str]  # seen while the cluster was up
     down: CliRun
     state: Path
+    nodes: dict[str, dict[str, str]]  # scontrol show node after the failing run: NodeName -> its fields
+    fixed: str  # the node whose drain was made to name a test that passes: the recheck returns it
+    before_recheck: dict[str, dict[str, str]]
+    rechecked: CliRun
+    rechecked_dir: Path
+    after_recheck: dict[str, dict[str, str]]
+    by_hand: CliRun  # a recheck after the fixed node was drained again by hand
+    by_hand_dir: Path
+    after_by_hand: dict[str, dict[str, str]]
 
     def results(self, run_dir: Path) -> dict[str, Any]:
         return json.loads((run_dir / "results.json").read_text())
@@ -56,16 +69,61 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
     """Validate twice on the shared, already configured Slurm sim cluster, then tear it down."""
     base, env = slurm_cluster.base, slurm_cluster.env
     common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report")
+    common += ("--on-fail", "drain")
     healthy_dir, failing_dir = base / "healthy", base / "failing"
     try:
         assert slurm_cluster.first.rc == 0, slurm_cluster.first.stdout + slurm_cluster.first.stderr
         healthy = run_cli(*common, "--run-dir", str(healthy_dir), env=env, timeout=900)  # the env's tests
         daemons = slurm_daemons(slurm_cluster.state)
         failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
+        nodes = slurm_nodes(slurm_cluster)
+        # Each drain, as the tool writes one, now names a test of one host (the failing run's spans both):
+        # the first node's still fails, the second's is "fixed" and passes.
+        broken, fixed = sorted(nodes)
+        failing_id = json.loads((failing_dir / "results.json").read_text())["run_id"]
+        scontrol(
+            slurm_cluster, f"NodeName={broken} State=DRAIN Reason='pav {failing_id}: host [{HOST_FAULT}]'"
+        )
+        scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='pav {failing_id}: host [{GLOO}]'")
+        before_recheck = slurm_nodes(slurm_cluster)
+        recheck = ("--env", "sim", "--keep", "--stages", "validate,collect,report", "--recheck")
+        rechecked_dir, by_hand_dir = base / "recheck", base / "by-hand"
+        rechecked = run_cli(*recheck, "--run-dir", str(rechecked_dir), env=env, timeout=600)
+        after_recheck = slurm_nodes(slurm_cluster)
+        scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='bad fan'")
+        by_hand = run_cli(*recheck, "--run-dir", str(by_hand_dir), env=env, timeout=600)
+        after_by_hand = slurm_nodes(slurm_cluster)
     finally:
         down = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "down"), env=env)
         slurm_cluster.down = down
-    return SlurmRuns(healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state)
+    return SlurmRuns(
+        healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state, nodes,
+        fixed, before_recheck, rechecked, rechecked_dir, after_recheck, by_hand, by_hand_dir, after_by_hand,
+    )  # fmt: skip
+
+
+def controller(cluster: SlurmCluster) -> str:
+    """The first host's address: slurmctld's."""
+    first = next(iter(cluster.configured()[0]["hosts"]))
+    return str(json.loads((cluster.state / "sim" / "hosts" / f"{first}.json").read_text())["ip"])
+
+
+def scontrol(cluster: SlurmCluster, update: str) -> None:
+    done = cluster.ssh(controller(cluster), f"scontrol update {update}")
+    assert done.returncode == 0, done.stderr
+
+
+def slurm_nodes(cluster: SlurmCluster) -> dict[str, dict[str, str]]:
+    """`scontrol show node --oneliner` on the controller (the first host), each node's fields by name."""
+    shown = cluster.ssh(controller(cluster), "scontrol show node --oneliner")
+    assert shown.returncode == 0, shown.stderr
+    nodes = {}
+    for line in shown.stdout.splitlines():
+        # Reason=... runs to the next " Key=" field and may hold spaces: split on the field names.
+        fields = dict(re.findall(r"(\w+)=(.*?)(?= \w+=|$)", line))
+        if "NodeName" in fields:
+            nodes[fields["NodeName"]] = fields | {"line": line}
+    return nodes
 
 
 def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
@@ -130,6 +188,68 @@ def test_rank_exiting_nonzero_fails_the_job_and_the_verdict(runs: SlurmRuns) -> 
     assert f"slurm job {test['slurm']['job_id']} FAILED" in test["reason"]
     # The cluster was idle again before this run's jobs: the earlier jobs left nothing allocated.
     assert by_name(results)["slurm_cluster_state"]["status"] == "pass"
+
+
+def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: SlurmRuns) -> None:
+    """The failing run's multi-host test names both hosts (2 hosts: no isolation to single one out): both
+    nodes drain in the real slurmctld with a reason naming the run and the test. The healthy run before it,
+    with the same flag, drained nothing: the failing run's own slurm_cluster_state found every node idle."""
+    results = runs.results(runs.failing_dir)
+    drains = [a for a in results["actions"] if a["action"] == "slurm drain"]
+    assert sorted(a["host"] for a in drains) == sorted(results["hosts"]), results["actions"]
+    assert all(a["ok"] for a in drains), drains
+    assert runs.results(runs.healthy_dir)["actions"] == []
+    assert len(runs.nodes) == 2, runs.nodes
+    for name, node in runs.nodes.items():
+        assert "DRAIN" in node["State"], (name, node)
+        assert node["Reason"].startswith(f"pav {results['run_id']}: "), node["Reason"]
+        assert f"[{FAULT}]" in node["line"], node["line"]
+    summary = (runs.failing_dir / "summary.txt").read_text()
+    assert summary.count("slurm drain: ") == 2 and "VERDICT: FAIL" in summary
+
+
+def rechecks(run_dir: Path) -> list[dict[str, Any]]:
+    results = json.loads((run_dir / "results.json").read_text())
+    return [a for a in results["actions"] if a["action"] == "slurm recheck"]
+
+
+def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs: SlurmRuns) -> None:
+    """Each node ran only the test its drain names, alone: the fixed node's passed and slurmctld returned it;
+    the other's still fails and its drain stays as it was."""
+    assert runs.rechecked.rc == 1, runs.rechecked.stdout + runs.rechecked.stderr
+    results = runs.results(runs.rechecked_dir)
+    tests = {t["name"]: t for t in results["tests"]}
+    assert set(tests) == {GLOO, HOST_FAULT}, list(tests)
+    assert tests[GLOO]["status"] == "pass" and tests[HOST_FAULT]["status"] in ("fail", "error")
+    assert len(tests[GLOO]["hosts"]) == 1 and tests[GLOO]["hosts"] != tests[HOST_FAULT]["hosts"]
+    acts = rechecks(runs.rechecked_dir)
+    resumed = [a for a in acts if a["ok"]]
+    assert len(acts) == 2 and len(resumed) == 1, acts
+    assert resumed[0]["detail"] == f"resumed: passed {GLOO}" and resumed[0]["host"] == tests[GLOO]["hosts"][0]
+    kept = next(a for a in acts if not a["ok"])
+    assert kept["detail"].startswith("kept drained: ") and kept["ok"] is None, kept
+    assert "DRAIN" not in runs.after_recheck[runs.fixed]["State"], runs.after_recheck[runs.fixed]
+    [other] = [n for n in runs.after_recheck if n != runs.fixed]
+    assert "DRAIN" in runs.after_recheck[other]["State"]
+    # A recheck that fails keeps the drain as it was.
+    assert runs.after_recheck[other]["Reason"] == runs.before_recheck[other]["Reason"]
+    summary = (runs.rechecked_dir / "summary.txt").read_text()
+    assert f"slurm recheck: {resumed[0]['host']}: resumed: passed {GLOO}" in summary
+
+
+def test_recheck_leaves_a_node_drained_by_hand_alone_and_lists_it(runs: SlurmRuns) -> None:
+    assert runs.by_hand.rc == 1, runs.by_hand.stdout + runs.by_hand.stderr
+    acts = rechecks(runs.by_hand_dir)
+    [left] = [a for a in acts if a["host"] == runs.fixed]
+    assert left["detail"] == "left alone: drained by someone else (bad fan)" and not left["tests"]
+    assert "DRAIN" in runs.after_by_hand[runs.fixed]["State"]
+    assert runs.after_by_hand[runs.fixed]["Reason"].startswith("bad fan")
+    tests = runs.results(runs.by_hand_dir)["tests"]
+    assert {t["name"] for t in tests} == {HOST_FAULT}  # only the tool's own drained node was rechecked
+    assert (
+        "slurm recheck: " + runs.fixed + ": left alone: drained by someone else (bad fan)"
+        in (runs.by_hand_dir / "summary.txt").read_text()
+    )
 
 
 def test_teardown_leaves_no_daemon(runs: SlurmRuns) -> None:

@@ -48,6 +48,7 @@ def render(results: RunResults) -> str:
         + _drops(results)
         + _timing(results)
         + _exports(results)
+        + _actions(results)
     )
     counts = count_statuses(results.tests)
     shown = {k: v for k, v in counts.items() if v or k != "interrupted"}  # interrupted: only when some were
@@ -139,6 +140,15 @@ def _exports(results: RunResults) -> list[str]:
     for export in results.exports:
         state = "" if export.get("ok") else " FAILED"
         lines.append(f"metrics: {export.get('to')} {export.get('where')}{state}: {export.get('detail')}")
+    return lines
+
+
+def _actions(results: RunResults) -> list[str]:
+    """What --on-fail did to each node (drained), or what failed and the fix."""
+    lines = []
+    for act in results.actions:
+        state = " FAILED" if act.get("ok") is False else ""
+        lines.append(f"{act.get('action')}{state}: {act.get('host')}: {act.get('detail')}")
     return lines
 
 

@@ -9,6 +9,7 @@ from pav.errors import PavError
 from pav.inventory import resolve_hosts, stage_inventory, write_generated
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.results import HostRecord
+from pav.stages import recheck
 
 
 def terraform_env(ctx: RunContext) -> TerraformEnv:
@@ -57,6 +58,7 @@ def resolve(ctx: RunContext) -> None:
         if host.name in ctx.missing:
             record.status = "unreachable"
     ctx.hosts = [h for h in every if h.name not in ctx.missing]
+    recheck.select(ctx)  # only with --recheck: the tool's drained nodes and their tests
 
 
 def _inv_dir(ctx: RunContext) -> Path:

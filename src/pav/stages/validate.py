@@ -13,6 +13,7 @@ from pav.launches import HostView, plan_launches
 from pav.payload_installer import installer
 from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
+from pav.stages import recheck
 from pav.stages.playbook import FETCHED, play, raise_for_hosts, record_hosts, torn_down
 
 
@@ -31,7 +32,8 @@ def plan(ctx: RunContext) -> None:
             specs, views, ctx.settings, ctx.results.run_id, ctx.run_dir, timeout_for
         )
     else:
-        ctx.launches, skipped = plan_launches(specs, views, ctx.settings, ctx.results.run_id, timeout_for)
+        planner = recheck.planner(ctx) if ctx.options.recheck else plan_launches
+        ctx.launches, skipped = planner(specs, views, ctx.settings, ctx.results.run_id, timeout_for)
         ctx.runs = suites.fold(ctx.launches) if ctx.settings.fold_launches else ctx.launches
     ctx.results.tests.extend(skipped)
     # Hosts the run went on without (--allow-missing): every test they would have taken part in is error.

@@ -1,0 +1,83 @@
+"""--recheck: the nodes this tool drained (reason "pav RUN_ID: ... [tests]", pav.slurm.drain), the tests
+each failed, and which of them a recheck run may return to service.
+
+A node drained by anyone else (a reason without the prefix) is never touched: it is listed. A node returns
+only when every test it failed ran on it again and passed, and no bad part of the recheck names it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pav.reporting import bad_parts
+from pav.slurm.drain import is_ours
+
+# scontrol show node --oneliner: Reason=TEXT [USER@TIME] where the node has a reason.
+REASON = re.compile(r"\bReason=(.*?) \[[^\]@\s]+@[^\]\s]+\]")
+FIELD = re.compile(r"\b(NodeName|State)=(\S+)")
+TESTS = re.compile(r" \[([A-Za-z0-9_,]+)\]$")
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    state: str  # IDLE+DRAIN, MIXED+DRAIN, ...
+    reason: str
+
+
+@dataclass
+class Plan:
+    tests: dict[str, tuple[str, ...]] = field(default_factory=dict)  # inventory host -> tests it failed
+    reasons: dict[str, str] = field(default_factory=dict)  # inventory host -> the tool's drain reason
+    others: list[Node] = field(default_factory=list)  # drained by someone else: left alone
+    outside: list[Node] = field(default_factory=list)  # the tool's drains of nodes not in the inventory
+
+
+def parse_nodes(shown: str) -> list[Node]:
+    """The nodes of `scontrol show node --oneliner`."""
+    nodes = []
+    for line in shown.splitlines():
+        fields = dict(FIELD.findall(line))
+        if "NodeName" not in fields:
+            continue
+        reason = REASON.search(line)
+        nodes.append(Node(fields["NodeName"], fields.get("State", ""), reason.group(1) if reason else ""))
+    return nodes
+
+
+def tests_of(reason: str) -> tuple[str, ...]:
+    """The tests a drain reason names: its trailing "[a,b]"."""
+    found = TESTS.search(reason)
+    return tuple(t for t in found.group(1).split(",") if t) if found else ()
+
+
+def plan(nodes: list[Node], host_of: dict[str, str]) -> Plan:
+    """host_of: Slurm NodeName -> inventory host. Only drained nodes count."""
+    out = Plan()
+    for node in nodes:
+        if "DRAIN" not in node.state:
+            continue
+        host = host_of.get(node.name)
+        if not is_ours(node.reason) or not tests_of(node.reason):
+            out.others.append(node)
+        elif host is None:
+            out.outside.append(node)
+        else:
+            out.tests[host], out.reasons[host] = tests_of(node.reason), node.reason
+    return out
+
+
+def passed(host: str, tests: tuple[str, ...], results: dict[str, Any]) -> tuple[bool, str]:
+    """(True, why) where every test the host failed passed on it now and no bad part names it."""
+    named = [p for p in bad_parts.find(results) if host in p.hosts]
+    if named:
+        return False, f"still failing: {named[0].line()}"
+    status = {
+        t.get("name"): t.get("status") for t in results.get("tests") or [] if host in (t.get("hosts") or [])
+    }
+    missing = [t for t in tests if status.get(t) != "pass"]
+    if missing:
+        return False, "not passed again: " + ", ".join(f"{t} {status.get(t, 'not run')}" for t in missing)
+    return True, f"passed {', '.join(tests)}"

@@ -1,0 +1,53 @@
+"""--on-fail drain, after the report: drain the Slurm nodes the run's bad parts name (pav.slurm.drain),
+through playbooks/slurm_drain.yml (scontrol on the Slurm controller). Never raises: each host's outcome is
+an entry of results.json `actions` and a summary line; the verdict and the exit code stay the run's."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import replace
+
+from pav.context import RunContext
+from pav.errors import PavError
+from pav.slurm import drain
+from pav.stages.playbook import play
+
+FIX = (
+    "fix: check that the Ansible user may run scontrol update on the controller (root or a Slurm operator) "
+    "and that the host is a Slurm node named by its short hostname"
+)
+
+
+def run(ctx: RunContext) -> None:
+    if ctx.options.on_fail != "drain" or ctx.options.recheck:  # a recheck keeps its nodes' drains
+        return
+    try:
+        ctx.results.actions += drain.records(act(ctx))
+    except Exception as exc:  # a bug must not cost the teardown after it
+        with (ctx.run_dir / "driver-error.txt").open("a") as out:
+            out.write("slurm drain:\n" + traceback.format_exc() + "\n")
+        note = f"internal error: {exc!r}; see driver-error.txt (no node was drained by it)"
+        ctx.results.actions.append({"action": "slurm drain", "host": "", "ok": False, "detail": note})
+
+
+def act(ctx: RunContext) -> list[drain.Drain]:
+    planned = drain.plan(ctx.results.to_dict())
+    if not planned:
+        return []
+    if ctx.inventory_file is None or ctx.inputs.platform != "hosts":
+        return [replace(d, ok=False, detail="no inventory of Slurm nodes (drain needs --platform hosts)")
+                for d in planned]  # fmt: skip
+    hosts = [d.host for d in planned]
+    try:
+        outcome = play(ctx, "drain", "slurm_drain.yml", {"pav_slurm_drains": drain.asked(planned)}, hosts)
+    except PavError as exc:
+        return [replace(d, ok=False, detail=f"{exc}; {FIX}") for d in planned]
+    out = []
+    for d in planned:
+        failed = outcome.unreachable.get(d.host) or "; ".join(outcome.failures.get(d.host, []))
+        ran = d.host in outcome.stats
+        if failed or not ran:
+            out.append(replace(d, ok=False, detail=f"{failed or 'not run'}; {FIX}"))
+        else:
+            out.append(replace(d, ok=True, detail=f'reason "{d.reason}"'))
+    return out

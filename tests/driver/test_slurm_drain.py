@@ -1,0 +1,139 @@
+"""--on-fail drain: which nodes a FAIL drains and the reason scontrol records (pav.slurm.drain), and the
+drain step in the one pipeline: nothing without the flag; a drain that fails is a line of summary.txt and
+an entry of results.json `actions`, never the verdict, the exit code or the run's results.
+
+The Slurm cluster itself (a real slurmctld draining the node) is tests/sim/test_slurm.py's."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pav import pipeline
+from pav.context import Options
+from pav.results import TestResult
+from pav.slurm import drain
+from pav.stages import drain as drain_stage
+from tests.driver.contexts import context
+from tests.driver.test_metrics_flags import FAILING, PASSING, no_signal_left, platform, run_with
+
+__all__ = ["no_signal_left"]  # its autouse fixture, for this module's pipeline runs too
+
+
+def gate(metric: str, value: float, low: float, part: str = "host") -> dict[str, Any]:
+    return {"metric": metric, "value": value, "min": low, "basis": "absolute", "status": "fail", "part": part,
+            "source": "datasheet"}  # fmt: skip
+
+
+def failing(name: str, hosts: list[str], gates: list[dict[str, Any]], reason: str = "") -> dict[str, Any]:
+    return {"name": name, "hosts": hosts, "status": "fail", "reason": reason, "metrics": {},
+            "threshold": {"gates": gates}}  # fmt: skip
+
+
+def run(tests: list[dict[str, Any]], verdict: str = "FAIL", suspects: tuple[str, ...] = ()) -> dict[str, Any]:
+    ok = {"name": "torch_gloo_allreduce", "hosts": ["a", "b", "c"], "status": "pass", "metrics": {}}
+    isolation = {"suspects": [{"host": h} for h in suspects]}
+    return {"run_id": "20261126-1", "verdict": verdict, "tests": [ok, *tests], "isolation": isolation}
+
+
+def test_a_slow_gpu_drains_its_host_with_figure_and_gate() -> None:
+    gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
+    [only] = drain.plan(run([gemm]))
+    assert only.host == "b" and only.tests == ("gpu_gemm",)
+    assert only.reason == "pav 20261126-1: GPU 3 gemm_bf16_tflops.3 277 TFLOP/s < 692.6 [gpu_gemm]"
+    assert drain.is_ours(only.reason)
+
+
+def test_isolation_names_the_host_of_a_test_across_hosts() -> None:
+    """A cross-host test that failed drains the host isolation named, never the others it ran on."""
+    multi = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
+    planned = drain.plan(run([multi], suspects=("c",)))
+    assert [d.host for d in planned] == ["c"]
+    assert planned[0].reason.startswith("pav 20261126-1: host ")
+    assert planned[0].reason.endswith(" [torch_gloo_collectives_multi]")
+
+
+def test_without_isolation_the_failing_tests_hosts_drain() -> None:
+    multi = failing("torch_gloo_collectives_multi", ["a", "b"], [], reason="rank 1 exited 1")
+    assert sorted(d.host for d in drain.plan(run([multi]))) == ["a", "b"]
+
+
+def test_a_host_with_two_bad_parts_drains_once_naming_every_failed_test() -> None:
+    gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.0", 100.0, 692.6, "GPU 0")])
+    nccl = failing("torch_nccl_allreduce", ["b"], [], reason="timeout")
+    [only] = drain.plan(run([gemm, nccl]))
+    assert only.tests == ("gpu_gemm", "torch_nccl_allreduce")
+    assert "GPU 0" in only.reason and "+1 more" in only.reason
+    assert only.reason.endswith("[gpu_gemm,torch_nccl_allreduce]")
+
+
+def test_no_drain_unless_the_verdict_is_fail() -> None:
+    """An ERROR run (interrupted, broken) names hosts for what happened to the run: nothing drains."""
+    nccl = failing("torch_nccl_allreduce", ["b"], [], reason="the run was interrupted")
+    assert drain.plan(run([nccl], verdict="ERROR")) == []
+    assert drain.plan(run([], verdict="PASS")) == []
+
+
+def test_the_reason_is_short_plain_and_keeps_run_id_and_tests() -> None:
+    long = failing("torch_nccl_allreduce", ["b"], [], reason="x" * 300 + ' "quoted" … ü')
+    [only] = drain.plan(run([long]))
+    assert len(only.reason) <= drain.REASON_CHARS
+    assert only.reason.startswith("pav 20261126-1: ") and only.reason.endswith(" [torch_nccl_allreduce]")
+    assert only.reason.isascii() and '"' not in only.reason and "'" not in only.reason
+
+
+def test_a_figure_above_its_max_reads_as_above() -> None:
+    assert drain._bound("<= 0") == " > 0"
+    assert drain._bound(">= 692.6 = 0.7 x 989.4") == " < 692.6"
+    assert drain._bound(">= 1 and <= 5") == " (gate >= 1 and <= 5)"
+    assert not drain.is_ours("hand drained: bad fan")
+
+
+def test_nothing_without_the_flag(tmp_path: Path) -> None:
+    rc, ctx = run_with(tmp_path, FAILING)
+    assert rc == 1 and ctx.results.actions == []
+    assert not (ctx.run_dir / "ansible" / "drain").exists()
+
+
+def local_inventory(tmp_path: Path) -> Path:
+    path = tmp_path / "hosts.yml"
+    path.write_text(json.dumps({"all": {"hosts": {"h0": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))  # fmt: skip
+    return path
+
+
+def test_a_drain_that_fails_is_a_summary_line_not_the_verdict(tmp_path: Path) -> None:
+    """The real playbook on a local host that is no Slurm node (no slurmctld answers scontrol): the run
+    keeps its FAIL and exit code 1, results.json and summary.txt name the failed drain and its fix."""
+    ctx = context(1, options=Options(results_root=tmp_path / "runs", on_fail="drain"))
+    ctx.inventory_file = local_inventory(tmp_path)
+    ctx.run_dir = tmp_path / "run"
+    ctx.run_dir.mkdir()
+    rc = pipeline.execute(ctx, platform(FAILING))
+    assert rc == 1 and ctx.results.verdict == "FAIL"
+    results = json.loads((ctx.run_dir / "results.json").read_text())
+    [action] = results["actions"]
+    assert action["action"] == "slurm drain" and action["host"] == "h0" and action["ok"] is False
+    assert action["reason"].startswith(f"pav {ctx.results.run_id}: host ")
+    assert action["detail"].startswith("Update the node: ") and "fix: " in action["detail"]  # scontrol ran
+    assert results["tests"][0]["status"] == "fail"  # the run's results stay
+    summary = (ctx.run_dir / "summary.txt").read_text()
+    assert "slurm drain FAILED: h0: " in summary and summary.rstrip().endswith("VERDICT: FAIL")
+
+
+def test_a_passing_run_drains_nothing_even_with_the_flag(tmp_path: Path) -> None:
+    rc, ctx = run_with(tmp_path, PASSING, on_fail="drain")
+    assert rc == 0 and ctx.results.actions == []
+
+
+def test_no_inventory_is_a_failed_drain_not_an_error(tmp_path: Path) -> None:
+    ctx = context(1)
+    ctx.options.on_fail = "drain"
+    ctx.run_dir = tmp_path
+    ctx.results.verdict = "FAIL"
+    ctx.results.tests = [TestResult("torch_gloo_allreduce", ["h0"], "fail", "wrong bytes")]
+    drain_stage.run(ctx)
+    [action] = ctx.results.actions
+    assert action["ok"] is False and "no inventory" in action["detail"]
