@@ -208,7 +208,7 @@ def test_a_signal_stops_the_run_stages_and_wrap_up_still_runs(ctx: RunContext, t
     assert set(stages(ctx).values()) == {"ok"}
     assert ctx.results.error == "interrupted by SIGINT"
     [test] = ctx.results.tests
-    assert test.status == "error" and "the run was interrupted by SIGINT" in test.reason
+    assert test.status == "interrupted" and "the run was interrupted by SIGINT" in test.reason
 
 
 def test_a_tool_the_signal_stopped_makes_its_stage_interrupted(ctx: RunContext, tmp_path: Path) -> None:

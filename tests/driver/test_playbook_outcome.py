@@ -77,15 +77,24 @@ def test_more_unreachable_hosts_than_allowed_stop_the_run() -> None:
         raise_for_hosts(ctx, outcome, "configure")
     assert str(exc.value) == (
         "host h1 is unreachable: ssh: timed out (and 1 more); check its address, SSH user and key, "
-        "or pass --allow-missing 2 to go on without it"
+        "or pass --allow-missing 2 to go on without them"
     )
 
 
-def test_with_every_host_gone_there_is_nothing_to_go_on_with() -> None:
+def test_with_every_host_gone_the_run_goes_on_to_record_them() -> None:
+    """Within --allow-missing even the last host may go: the run records each of its tests as error (the
+    hint in the one-host error promises that), and the next stage has no host to start a playbook on."""
     ctx = context(1, options=Options(allow_missing=5))
+    raise_for_hosts(ctx, PlaybookOutcome(4, "failed", unreachable={"h0": "ssh: refused"}), "configure")
+    assert ctx.missing == {"h0": "is unreachable: ssh: refused"} and ctx.hosts == []
     with pytest.raises(PavError) as exc:
-        raise_for_hosts(ctx, PlaybookOutcome(4, "failed", unreachable={"h0": "ssh: refused"}), "configure")
-    assert str(exc.value) == "host h0 is unreachable: ssh: refused; check its address, SSH user and key"
+        raise_for_hosts(
+            context(1), PlaybookOutcome(4, "failed", unreachable={"h0": "ssh: refused"}), "configure"
+        )
+    assert str(exc.value) == (
+        "host h0 is unreachable: ssh: refused; check its address, SSH user and key, "
+        "or pass --allow-missing 1 to go on without it"
+    )
 
 
 def test_a_task_that_failed_on_a_host_that_answered_stops_the_run() -> None:
