@@ -19,7 +19,7 @@ def render(ctx: RunContext) -> str:
     lines.append("hosts:")
     if ctx.hosts:
         lines += [f"  {h.name} ({h.address})" for h in ctx.hosts]
-    elif ctx.env.provisions and not ctx.wants("provision"):
+    elif ctx.env.provisions and (ctx.options.reuse or not ctx.wants("provision")):
         lines += _existing_hosts(ctx)
     else:
         lines += _terraform_plan(ctx)
@@ -88,6 +88,8 @@ def tuning_files(ctx: RunContext) -> list[str]:
 
 def _stage_note(ctx: RunContext, stage: str) -> str:
     if stage == "provision":
+        if ctx.options.reuse:
+            return f": --reuse {ctx.options.reuse}: the hosts that run kept, as they are"
         return f": terraform apply in {ctx.env.terraform_dir}" if ctx.env.provisions else ": static inventory"
     if stage == "configure":
         files = f"{', '.join(tuning_files(ctx))} on {', '.join(ctx.host_names) or 'every host'}"

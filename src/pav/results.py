@@ -77,6 +77,8 @@ class RunResults:
     history: dict[str, Any] = field(default_factory=dict)  # vs earlier runs of the env (reporting/history.py)
     gates: dict[str, Any] = field(default_factory=dict)  # per GPU host: facts the derived gates came from
     ansible_time: dict[str, Any] = field(default_factory=dict)  # per playbook stage: where its time went
+    kept_run: dict[str, str] = field(default_factory=dict)  # the run acted on (--run-dir): run_id, run_dir
+    reused: str = ""  # --reuse: the run whose kept hosts this run ran on
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:
