@@ -198,14 +198,20 @@ def make_context(args: argparse.Namespace) -> RunContext:
 
 def run(argv: list[str]) -> int:
     from pav import pipeline
+    from pav.ansible_exec import control_dir
 
     args = build_parser().parse_args(argv)
     ctx = make_context(args)
     platform = pipeline.platform_for(ctx)
     if ctx.options.dry_run:
         return platform.dry_run(ctx)
-    with ownership.claimed(ctx), reaper.watching(ctx.results.run_id):
+    # What the driver removes after its playbooks, the reaper removes if the driver dies first.
+    ansible = ctx.run_dir.resolve() / "ansible"
+    leftovers = (str(ansible / "*" / "tmp"), str(control_dir(ansible)))
+    with ownership.claimed(ctx), reaper.watching(ctx.results.run_id, leftovers):
         rundir.prepare(ctx.run_dir)
+        # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
+        ctx.results.write(ctx.run_dir / "results.json")
         print(f"run dir: {ctx.run_dir}", flush=True)
         code = pipeline.execute(ctx, platform)
     link_kept_run(ctx)

@@ -26,16 +26,35 @@ def marked(entry: str) -> list[int]:
     return found
 
 
-def kill_marked(entry: str) -> list[int]:
-    """SIGKILL every process whose environment holds entry; the pids it killed."""
+def named(needle: str) -> list[int]:
+    """Live processes whose command line holds needle (ssh's ControlPersist masters rewrite theirs, and
+    their environment with it, to "ssh: SOCKET [mux]": a socket's path finds them)."""
+    proc = Path("/proc")
+    found = []
+    for pid in (p for p in proc.iterdir() if p.name.isdigit()) if proc.is_dir() else []:
+        try:
+            if int(pid.name) != os.getpid() and needle.encode() in (pid / "cmdline").read_bytes():
+                found.append(int(pid.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def kill(pids: list[int]) -> list[int]:
+    """SIGKILL each; the pids it killed."""
     killed = []
-    for pid in marked(entry):
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
         except OSError:
             continue
     return killed
+
+
+def kill_marked(entry: str) -> list[int]:
+    """SIGKILL every process whose environment holds entry; the pids it killed."""
+    return kill(marked(entry))
 
 
 def alive(pid: int) -> bool:

@@ -1,6 +1,8 @@
-"""A driver's work dies with it: `python -m pav.reaper RUN_ID`, started beside the driver, ends every
-process marked PAV_DRIVER=RUN_ID once the driver is gone without saying it finished (SIGKILL, the OOM
-killer, a lost CI runner), as its own teardown would have.
+"""A driver's work dies with it: `python -m pav.reaper RUN_ID [PATH...]`, started beside the driver, ends
+every process marked PAV_DRIVER=RUN_ID once the driver is gone without saying it finished (SIGKILL, the OOM
+killer, a lost CI runner), as its own teardown would have, and removes the paths (globs) the driver would
+have removed after them (Ansible's temp dirs, the run's SSH control sockets), killing first what names one
+of them in its command line (an SSH master, whose rewritten title hides its environment).
 
 The driver holds the write end of a pipe to the reaper's stdin; the kernel closes it when the driver dies,
 however it dies. A driver that finishes writes "done" first: the reaper then exits and kills nothing (a
@@ -10,25 +12,28 @@ of what it was making (pav.terraform), so it finishes.
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pav.processes import DRIVER_MARKER, kill_marked
+from pav.processes import DRIVER_MARKER, kill, kill_marked, named
 
 DONE = b"done"
 SWEEPS = 20  # a process being forked while a sweep ran is found by the next one
 
 
 @contextmanager
-def watching(run_id: str) -> Iterator[None]:
-    """Mark what the driver starts from here with the run's id, and have it killed if the driver dies."""
+def watching(run_id: str, paths: tuple[str, ...] = ()) -> Iterator[None]:
+    """Mark what the driver starts from here with the run's id, and have it killed (and paths removed) if
+    the driver dies."""
     env = {k: v for k, v in os.environ.items() if k != DRIVER_MARKER}
     reaper = subprocess.Popen(
-        [sys.executable, "-m", "pav.reaper", run_id],
+        [sys.executable, "-m", "pav.reaper", run_id, *paths],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -58,10 +63,14 @@ def sweep(run_id: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    [run_id] = argv
+    run_id, *paths = argv
     said = sys.stdin.buffer.read()  # until the driver closes its end: it finished, or it died
     if said != DONE:
         sweep(run_id)
+        for pattern in paths:
+            for path in glob.glob(pattern):
+                kill(named(path))
+                shutil.rmtree(path, ignore_errors=True)
     return 0
 
 

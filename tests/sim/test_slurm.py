@@ -55,7 +55,8 @@ def by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
     """Validate twice on the shared, already configured Slurm sim cluster, then tear it down."""
     base, env = slurm_cluster.base, slurm_cluster.env
-    common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report")
+    kept = slurm_cluster.reuse()
+    common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report", *kept)
     healthy_dir, failing_dir = base / "healthy", base / "failing"
     try:
         assert slurm_cluster.first.rc == 0, slurm_cluster.first.stdout + slurm_cluster.first.stderr
@@ -63,7 +64,8 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         daemons = slurm_daemons(slurm_cluster.state)
         failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
     finally:
-        down = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "down"), env=env)
+        down = run_cli("--env", "sim", "--stages", "teardown", *kept, "--run-dir", str(base / "down"),
+                       env=env)  # fmt: skip
         slurm_cluster.down = down
     return SlurmRuns(healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state)
 
