@@ -23,6 +23,7 @@ from pav import locks, rundir
 from pav.context import RunContext
 from pav.errors import PavError
 from pav.locks import Holder
+from pav.processes import alive
 from pav.provisioning import keeper
 from pav.provisioning.keeper import Keep, StateRecord
 from pav.provisioning.state import state_dir
@@ -70,7 +71,8 @@ def _state_held(ctx: RunContext) -> Iterator[None]:
     if other is not None:
         raise PavError(busy(ctx.env.name, state, other))
     try:
-        found = assess(state, keeper.read(state), ctx.env.name, asked(ctx), datetime.now(UTC))
+        before = keeper.read(state)
+        found = assess(state, before, ctx.env.name, asked(ctx), datetime.now(UTC))
         ctx.leftover, ctx.dead_runs = found.leftover, list(found.dead)
         if found.leftover:
             then = "before this run provisions" if ctx.wants("provision") else "by this run's teardown"
@@ -79,9 +81,26 @@ def _state_held(ctx: RunContext) -> Iterator[None]:
         try:
             yield
         finally:
-            settle(ctx, state, me, found.kept)
+            settle(ctx, state, me, before, found.kept)
     finally:
         locks.release(state / LOCK)
+
+
+def preview(ctx: RunContext) -> str:
+    """What --dry-run says of the env's state: whether this run could take it, and what it would do first."""
+    state = state_dir(ctx.env.name)
+    other = locks.read(state / LOCK)
+    if other is not None and other.pid != os.getpid() and alive(other.pid):
+        return f"this run would stop: {busy(ctx.env.name, state, other)}"
+    try:
+        found = assess(state, keeper.read(state), ctx.env.name, asked(ctx), datetime.now(UTC))
+    except PavError as exc:
+        return f"this run would stop: {exc}"
+    if found.leftover:
+        return f"this run would first destroy what {found.leftover}"
+    if found.kept:
+        return f"kept by run {found.kept.run_id} until {found.kept.until}: this run may take them"
+    return ""
 
 
 def asked(ctx: RunContext) -> Asked:
@@ -109,7 +128,7 @@ def assess(state: Path, record: StateRecord, env: str, asked: Asked, now: dateti
             f"{wrong}env {env}: its hosts are kept by {kept.describe(now)}: pass --reuse {kept.run_id} "
             f"to run on them, or destroy them with --stages teardown --run-dir {kept.run_dir}"
         )
-    who = _who_left(record, now)
+    who = _who_left(record)
     what = f"{who} left ({keeper.left(state)})"
     owners = {h.run_id for h in dead} | ({kept.run_id} if kept else set())
     if asked.reuse:
@@ -125,7 +144,7 @@ def assess(state: Path, record: StateRecord, env: str, asked: Asked, now: dateti
     )
 
 
-def _who_left(record: StateRecord, now: datetime) -> str:
+def _who_left(record: StateRecord) -> str:
     if record.running is not None:
         gone = record.running
         how = f"ended {record.ended} without tearing down" if record.ended else "its driver is gone"
@@ -135,24 +154,20 @@ def _who_left(record: StateRecord, now: datetime) -> str:
     return "a run that left no record"
 
 
-def settle(ctx: RunContext, state: Path, me: Holder, kept: Keep | None) -> None:
-    """The record as the run leaves the state: gone with it, kept (--keep, or no teardown among --stages),
-    or this run's, ended without tearing down, for the next run to name and destroy."""
+def settle(ctx: RunContext, state: Path, me: Holder, before: StateRecord, kept: Keep | None) -> None:
+    """The record as the run leaves the state: gone with it; kept (--keep, or no teardown among --stages);
+    as it was, where the run stopped before its teardown could run (its run dir unusable); or this run's,
+    ended without tearing down, for the next run to name and destroy."""
     if not keeper.resources(state):
         keeper.clear(state)
-        return
-    now = datetime.now(UTC)
-    if ctx.options.keep or not ctx.wants("teardown"):
-        until = (now + timedelta(hours=keeper.keep_hours(state, ctx.options.max_hours))).isoformat(
-            timespec="seconds"
-        )
+    elif ctx.options.keep or not ctx.wants("teardown"):
+        hours = keeper.keep_hours(state, ctx.options.max_hours)
+        until = (datetime.now(UTC) + timedelta(hours=hours)).isoformat(timespec="seconds")
         until = until.replace("+00:00", "Z")
-        keep = (
-            replace(kept, until=until)
-            if kept is not None
-            else Keep(me.run_id, me.run_dir, me.by, utc_now(), until)
-        )
-        keeper.write(state, StateRecord(kept=keep))
+        mine = Keep(me.run_id, me.run_dir, me.by, utc_now(), until)
+        keeper.write(state, StateRecord(kept=replace(kept, until=until) if kept else mine))
+    elif not any(s.name == "teardown" for s in ctx.results.stages):
+        keeper.write(state, before)
     else:
         keeper.write(state, StateRecord(running=me, ended=utc_now()))
 

@@ -78,6 +78,24 @@ def test_a_run_refuses_hosts_another_run_kept(tmp_path: Path) -> None:
     wrong = run_cli("--env", "sim", "--reuse", other_run, "--run-dir", str(tmp_path / "w"), env=env)
     assert_one_line_error(wrong, f"--reuse {other_run} names another run; env sim: its hosts are kept")
     assert keeper.read(state).kept == keep
+    # The dry run says so before a run is tried.
+    plan = run_cli("--env", "sim", "--dry-run", env=env)
+    stop = f"  this run would stop: env sim: its hosts are kept by run {KEPT} ("
+    assert plan.rc == 0 and stop in plan.stdout, plan.stdout
+    plan = run_cli("--env", "sim", "--reuse", KEPT, "--dry-run", env=env)
+    assert f"  kept by run {KEPT} until {keep.until}: this run may take them" in plan.stdout, plan.stdout
+    assert "  1 host(s) in the env's state" in plan.stdout
+
+
+def test_a_reuse_that_stops_before_its_stages_leaves_the_keep_as_it_was(tmp_path: Path) -> None:
+    state, blocked = tmp_path / "state", tmp_path / "a-file"
+    keep = Keep(KEPT, str(tmp_path / "kept"), "me@box", "2026-01-01T00:00:00Z", until(11.5))
+    held_state(state, StateRecord(kept=keep))
+    blocked.write_text("")  # the run dir's parent is a file: the run stops before any stage
+    run = run_cli("--env", "sim", "--reuse", KEPT, "--run-dir", str(blocked / "run"),
+                  env={"PAV_STATE_DIR": str(state)})  # fmt: skip
+    assert_one_line_error(run, f"run dir {blocked / 'run'} is not writable")
+    assert keeper.read(state) == StateRecord(kept=keep)
 
 
 def test_what_a_gone_run_left_is_named_and_never_used_silently(tmp_path: Path) -> None:
