@@ -49,9 +49,9 @@ def watching(run_id: str, paths: tuple[str, ...] = ()) -> Iterator[None]:
         try:
             reaper.stdin.write(DONE)
             reaper.stdin.close()
-        except OSError:
+            reaper.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
             pass
-        reaper.wait()
 
 
 def sweep(run_id: str) -> None:

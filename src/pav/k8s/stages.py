@@ -114,7 +114,11 @@ def teardown_stage(ctx: RunContext) -> str:
     """Delete the run's jobs, then destroy what was provisioned: a failed delete (API gone, a type the
     server lacks) never keeps a paid cluster up. Its error is raised after the destroy."""
     if ctx.options.keep:
-        return "kept (--keep): jobs and cluster left; a later --stages teardown removes them"
+        later = f"--stages teardown --run-dir {ctx.run_dir} removes them"
+        if ctx.env.provisions:
+            keeper = ctx.results.reused or ctx.results.run_id
+            later += f", --reuse {keeper} runs on them (other runs refuse them)"
+        return f"kept (--keep): jobs and cluster left; {later}"
     notes, failed = [], []
     path = provision.kubeconfig_path(ctx.env)
     if path.is_file():
