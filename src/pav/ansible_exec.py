@@ -6,7 +6,6 @@ import configparser
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pav import interrupts, paths, task_diffs
+from pav import interrupts, paths, processes, task_diffs
 from pav.errors import PavError
 from pav.progress import Progress
 from pav.tools import require_tool
@@ -109,7 +108,7 @@ def run_playbook(
         if runner.status == "canceled":
             # Ansible's workers run in sessions of their own: runner's SIGKILL of the playbook's process
             # group misses them, and they would go on with their task after the run.
-            _kill_marked(f"PAV_PLAYBOOK={private_dir}")
+            processes.kill_marked(f"PAV_PLAYBOOK={private_dir}")
         outcome.rc = runner.rc
         outcome.status = runner.status
         outcome.stats = _per_host(runner.stats or {})
@@ -148,17 +147,6 @@ def _configured(section: str, key: str) -> str | None:
     cfg = configparser.ConfigParser(interpolation=None)
     cfg.read(paths.ANSIBLE_CFG)
     return cfg.get(section, key, fallback=None)
-
-
-def _kill_marked(entry: str) -> None:
-    """SIGKILL every process whose environment holds entry (NAME=value); Linux's /proc, elsewhere nothing."""
-    proc = Path("/proc")
-    for pid in (p for p in proc.iterdir() if p.name.isdigit()) if proc.is_dir() else []:
-        try:
-            if entry.encode() in (pid / "environ").read_bytes().split(b"\0"):
-                os.kill(int(pid.name), signal.SIGKILL)
-        except (OSError, ValueError):
-            continue
 
 
 @contextmanager

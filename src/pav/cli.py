@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pav import interrupts, module_python, run_inputs, rundir, torch_python
+from pav import interrupts, module_python, ownership, reaper, run_inputs, run_links, rundir, torch_python
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
@@ -44,7 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ROOT",
         help="where run dirs live (default $PAV_RESULTS_ROOT or runs/)",
     )
-    p.add_argument("--keep", action="store_true", help="skip teardown: leave hosts and work dirs up")
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="skip teardown: leave hosts and work dirs up; an env's kept hosts are then this run's, "
+        "refused to other runs until --max-hours (default 12) has passed",
+    )
+    p.add_argument(
+        "--reuse",
+        metavar="RUN_ID",
+        help="run on the hosts run RUN_ID kept (--keep), which any other run refuses; this run's teardown "
+        "destroys them unless --keep again",
+    )
     p.add_argument(
         "--dry-run", action="store_true", help="print the plan of stages, hosts and tests; change nothing"
     )
@@ -149,12 +160,14 @@ def make_context(args: argparse.Namespace) -> RunContext:
     env: EnvSpec = custom_env(args.inventory) if args.inventory else resolve_env(args.env or "local")
     if args.hosts is not None and args.hosts < 1:
         raise PavError("--hosts must be at least 1")
-    for flag, value in (("--hosts", args.hosts), ("--max-hours", args.max_hours)):
+    for flag, value in (("--hosts", args.hosts), ("--max-hours", args.max_hours), ("--reuse", args.reuse)):
         if value is not None and not env.provisions:
             raise PavError(
                 f"{flag} applies to envs that create their hosts (sim, nebius-*); env {env.name} has a fixed "
                 f"inventory ({env.hosts_file}): drop {flag}"
             )
+    if args.reuse and args.hosts is not None:
+        raise PavError(f"--reuse {args.reuse} runs on the hosts that run kept, as they are: drop --hosts")
     if args.max_hours is not None and not 1 <= args.max_hours <= 720:
         raise PavError("--max-hours must be 1 to 720 (30 days)")
     if args.allow_missing < 0:
@@ -176,6 +189,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         test_timeout_s=args.test_timeout,
         allow_missing=args.allow_missing,
         max_hours=args.max_hours,
+        reuse=args.reuse,
         results_root=rundir.results_root(args.results_root),
         extra_vars=parse_extra_vars(args.extra_vars),
         metrics_textfile=args.metrics_textfile,
@@ -189,18 +203,24 @@ def make_context(args: argparse.Namespace) -> RunContext:
     if settings.payload_python_auto and "ansible_python_interpreter" not in options.extra_vars:
         options.extra_vars["ansible_python_interpreter"] = module_python.choose()
     inputs = run_inputs.resolve(env, options, settings)
-    # Stages that launch nothing, given a kept run's dir, act on that run (its work on the hosts).
+    # Stages that launch nothing, given a kept run's dir, act on that run (its work on the hosts); its
+    # record stays as it is: this run's own goes beside it.
     kept = None
     if args.run_dir is not None and "validate" not in options.stages:
         kept = rundir.kept_run_id(args.run_dir, env.name)
-    run_id = kept or rundir.new_run_id(env.name)
-    run_dir = args.run_dir or rundir.default_run_dir(run_id, options.results_root)
+    run_id = rundir.new_run_id(env.name)
+    if kept:
+        run_dir = args.run_dir.parent / run_id
+    else:
+        run_dir = args.run_dir or rundir.default_run_dir(run_id, options.results_root)
     results = RunResults(
         run_id=run_id,
         env=env.name,
         inventory=str(env.hosts_file or env.terraform_dir),
         run_dir=str(run_dir),
         threshold_profile=inputs.profile,
+        kept_run={"run_id": kept, "run_dir": str(args.run_dir)} if kept else {},
+        reused=options.reuse or "",
     )
     return RunContext(
         env=env, options=options, settings=settings, run_dir=run_dir, results=results, inputs=inputs
@@ -209,15 +229,23 @@ def make_context(args: argparse.Namespace) -> RunContext:
 
 def run(argv: list[str]) -> int:
     from pav import pipeline
+    from pav.ansible_exec import control_dir
 
     args = build_parser().parse_args(argv)
     ctx = make_context(args)
     platform = pipeline.platform_for(ctx)
     if ctx.options.dry_run:
         return platform.dry_run(ctx)
-    rundir.prepare(ctx.run_dir)
-    print(f"run dir: {ctx.run_dir}", flush=True)
-    code = pipeline.execute(ctx, platform)
+    # What the driver removes after its playbooks, the reaper removes if the driver dies first.
+    ansible = ctx.run_dir.resolve() / "ansible"
+    leftovers = (str(ansible / "*" / "tmp"), str(control_dir(ansible)))
+    with ownership.claimed(ctx), reaper.watching(ctx.results.run_id, leftovers):
+        rundir.prepare(ctx.run_dir)
+        # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
+        ctx.results.write(ctx.run_dir / "results.json")
+        print(f"run dir: {ctx.run_dir}", flush=True)
+        code = pipeline.execute(ctx, platform)
+    link_kept_run(ctx)
     summary = (ctx.run_dir / "summary.txt").read_text()
     # The error line goes to stderr below, once; summary.txt keeps it for whoever reads the file.
     print("".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: ")), end="")
@@ -226,6 +254,16 @@ def run(argv: list[str]) -> int:
     if ctx.results.error:
         print(f"error: {ctx.results.error}", file=sys.stderr)
     return code
+
+
+def link_kept_run(ctx: RunContext) -> None:
+    """A kept run this run tore down gets one link to this run's record; its own files stay as they are."""
+    if not ctx.results.kept_run or ctx.options.keep:
+        return
+    teardown = next((s for s in ctx.results.stages if s.name == "teardown"), None)
+    if teardown is not None and teardown.status == "ok":
+        kept_dir = Path(ctx.results.kept_run["run_dir"])
+        run_links.link_teardown(kept_dir, ctx.results.run_id, ctx.run_dir, teardown.ended or "")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pav import paths
 from pav.envs import EnvSpec
 from pav.inventory import Host
 from pav.launch import Launch
+from pav.locks import Holder
 from pav.options import STAGES, Options
 from pav.provisioning.state import state_dir
 from pav.results import RunResults
@@ -45,15 +46,25 @@ class RunContext:
     # archive it fetched, and hosts whose run folder it removed (True) or found gone (False).
     collected: set[str] = field(default_factory=set)
     torn_down: dict[str, bool] = field(default_factory=dict)
+    # Set before any stage (pav.ownership): what a gone run left in the env's state, destroyed before this
+    # run provisions ("": nothing), and gone runs whose work on the hosts this run kills at first contact.
+    leftover: str = ""
+    dead_runs: list[Holder] = field(default_factory=list)
 
     @property
     def host_names(self) -> list[str]:
         return [h.name for h in self.hosts]
 
     @property
+    def work_id(self) -> str:
+        """The id of the run whose work on the hosts this one acts on: its own, or the kept run's whose
+        --run-dir a run of stages that launch nothing was given."""
+        return self.results.kept_run.get("run_id") or self.results.run_id
+
+    @property
     def remote_run_dir(self) -> str:
         """The run's own folder on each host (roles: run_tests_run_dir; teardown removes it)."""
-        return f"{self.settings.remote_dir}/runs/{self.results.run_id}"
+        return f"{self.settings.remote_dir}/runs/{self.work_id}"
 
     @property
     def install_dir(self) -> str:
@@ -66,7 +77,7 @@ class RunContext:
         """Variables every playbook gets: the user's -e, then the driver's own (settings among them already
         hold -e's typed pav_* values). Never secrets: runner and Ansible may log them."""
         return self.options.extra_vars | {
-            "pav_run_id": self.results.run_id,
+            "pav_run_id": self.work_id,
             "pav_run_dir": str(self.run_dir.resolve()),
             "pav_remote_dir": self.settings.remote_dir,
             "pav_install_dir": self.install_dir,

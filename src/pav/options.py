@@ -24,6 +24,7 @@ class Options:
     test_timeout_s: int | None = None  # --test-timeout (over pav_test_timeout_s and pav_test_timeouts_s)
     allow_missing: int = 0  # --allow-missing N: unreachable hosts the run goes on without
     max_hours: int | None = None  # --max-hours H: cloud resources' pav-expires-at label, H hours on
+    reuse: str | None = None  # --reuse RUN_ID: run on the hosts that run kept (envs that provision)
     results_root: Path = Path("runs")  # where run dirs live; the report compares with earlier runs there
     extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars
     metrics_textfile: Path | None = None  # --metrics-textfile DIR: node_exporter's textfile collector dir

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pav import paths
+from pav import ownership, paths
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
+from pav.provisioning import keeper
 from pav.provisioning.declared import declared_resources
+from pav.provisioning.state import state_dir
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.thresholds.profiles import planned_profile
 from pav.yamlfile import load_mapping
@@ -19,10 +21,12 @@ def render(ctx: RunContext) -> str:
     lines.append("hosts:")
     if ctx.hosts:
         lines += [f"  {h.name} ({h.address})" for h in ctx.hosts]
-    elif ctx.env.provisions and not ctx.wants("provision"):
+    elif ctx.env.provisions and (ctx.options.reuse or not ctx.wants("provision")):
         lines += _existing_hosts(ctx)
     else:
         lines += _terraform_plan(ctx)
+    if ctx.env.provisions and (said := ownership.preview(ctx)):
+        lines.append(f"  {said}")
     inputs = ctx.inputs
     lines.append(f"threshold profile: {planned_profile(inputs.profile)}")
     lines.append(f"tests (launcher {inputs.launcher}):")
@@ -33,13 +37,13 @@ def render(ctx: RunContext) -> str:
 
 
 def _existing_hosts(ctx: RunContext) -> list[str]:
-    """Without provision the run acts on what the env's Terraform state holds now (a kept cluster)."""
-    assert ctx.env.terraform_dir is not None
-    env = TerraformEnv.for_env(ctx.env)
-    found = env.current_hosts() if env.terraform.state_file.exists() else []
+    """Without provision (or with --reuse) the run acts on what the env's Terraform state holds now (a kept
+    cluster): read from the state file, no Terraform run."""
+    state = state_dir(ctx.env.name)
+    found = keeper.host_names(state)
     if not found:
-        return [f"  none: the env's state ({env.state}) holds no hosts"]
-    return [f"  {len(found)} host(s) in the env's state ({env.state}):"] + [f"    {h.name}" for h in found]
+        return [f"  none: the env's state ({state}) holds no hosts"]
+    return [f"  {len(found)} host(s) in the env's state ({state}):"] + [f"    {name}" for name in found]
 
 
 def _terraform_plan(ctx: RunContext) -> list[str]:
@@ -88,6 +92,8 @@ def tuning_files(ctx: RunContext) -> list[str]:
 
 def _stage_note(ctx: RunContext, stage: str) -> str:
     if stage == "provision":
+        if ctx.options.reuse:
+            return f": --reuse {ctx.options.reuse}: the hosts that run kept, as they are"
         return f": terraform apply in {ctx.env.terraform_dir}" if ctx.env.provisions else ": static inventory"
     if stage == "configure":
         files = f"{', '.join(tuning_files(ctx))} on {', '.join(ctx.host_names) or 'every host'}"

@@ -33,7 +33,11 @@ class Platform:
 
 def hosts() -> Platform:
     from pav.ansible_exec import close_connections
-    from pav.stages import collect, configure, isolate, provision, teardown, validate
+    from pav.stages import cleanup, collect, configure, isolate, provision, teardown, validate
+
+    def hosts_resolved(ctx: RunContext) -> None:
+        provision.resolve(ctx)
+        cleanup.run(ctx)  # a gone run's launches end before this run's tests start beside them
 
     def facts_without_configure(ctx: RunContext) -> None:
         if ctx.wants("validate") and not ctx.wants("configure"):
@@ -46,7 +50,7 @@ def hosts() -> Platform:
         "provision": provision.run, "configure": configure.run, "validate": validate.run,
         "collect": collect.run, "isolate": isolate.run, "teardown": teardown.run,
     }  # fmt: skip
-    after = {"provision": provision.resolve, "configure": facts_without_configure}
+    after = {"provision": hosts_resolved, "configure": facts_without_configure}
     return Platform("hosts", stages, after, finish, dry_run=print_plan)
 
 

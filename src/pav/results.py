@@ -80,6 +80,8 @@ class RunResults:
     ansible_time: dict[str, Any] = field(default_factory=dict)  # per playbook stage: where its time went
     exports: list[dict[str, Any]] = field(default_factory=list)  # --metrics-textfile, --pushgateway outcomes
     actions: list[dict[str, Any]] = field(default_factory=list)  # --on-fail: what was done to which node
+    kept_run: dict[str, str] = field(default_factory=dict)  # the run acted on (--run-dir): run_id, run_dir
+    reused: str = ""  # --reuse: the run whose kept hosts this run ran on
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

@@ -8,6 +8,7 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pav import paths
 from pav.errors import PavError
@@ -57,13 +58,24 @@ def results_root(chosen: Path | None = None) -> Path:
 def kept_run_id(run_dir: Path, env: str) -> str | None:
     """The id of the run whose dir this is (its results.json, same env), for a later stage subset that
     launches nothing (teardown, collect, report of a --keep run): it must act on that run's work."""
+    data = _record(run_dir)
+    if data.get("env") != env or not isinstance(data.get("run_id"), str):
+        return None
+    return data["run_id"]
+
+
+def reused_by(run_dir: Path) -> str:
+    """The run whose kept hosts the run of this dir ran on (--reuse), or ""."""
+    reused = _record(run_dir).get("reused")
+    return reused if isinstance(reused, str) else ""
+
+
+def _record(run_dir: Path) -> dict[str, Any]:
     try:
         data = json.loads((run_dir / "results.json").read_text())
     except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("env") != env or not isinstance(data.get("run_id"), str):
-        return None
-    return data["run_id"]
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def default_run_dir(run_id: str, root: Path | None = None) -> Path:

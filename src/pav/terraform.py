@@ -18,6 +18,7 @@ from typing import Any
 
 from pav import interrupts
 from pav.errors import PavError
+from pav.processes import DRIVER_MARKER
 
 
 @dataclass
@@ -89,7 +90,8 @@ class Terraform:
     def _environment(self) -> dict[str, str]:
         cli_config = self.state_dir / "terraformrc"
         cli_config.touch()
-        return os.environ | {
+        # Not marked as the driver's: a killed driver's reaper lets an apply finish (see _run_child).
+        return {k: v for k, v in os.environ.items() if k != DRIVER_MARKER} | {
             "TF_DATA_DIR": str(self.state_dir / ".terraform"),
             "TF_IN_AUTOMATION": "1",
             "TF_CLI_CONFIG_FILE": str(cli_config),
@@ -101,7 +103,8 @@ def _run_child(argv: list[str], env: dict[str, str], cmd: str) -> tuple[int, str
 
     Interrupted, Terraform stops with what is in flight unrecorded (a local-exec host, a VM still booting):
     no destroy could find it. So a signal lets the command finish, and the pipeline then destroys everything
-    the state holds.
+    the state holds. A killed driver's Terraform finishes too (its reaper spares it); a next run that comes
+    while it does meets Terraform's own state lock.
     """
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True

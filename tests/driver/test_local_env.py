@@ -13,6 +13,8 @@ from tests.conftest import ROOT, LocalRun, run_cli
 
 pytestmark = pytest.mark.slow
 
+RECORD = ("results.json", "summary.txt", "junit.xml", "report.html")  # a run's record, written by it only
+
 
 @pytest.fixture(scope="module")
 def local_run(local_run: LocalRun) -> tuple[int, Path, str]:
@@ -140,7 +142,7 @@ def test_a_stage_subset_without_collect_names_the_missing_stage_and_timings_foll
     assert "torch_payload" in view and "run_tests : Run torch_gloo_allreduce" in view
 
 
-def test_teardown_of_a_kept_run_removes_that_runs_work_and_says_so(tmp_path: Path) -> None:
+def test_teardown_of_a_kept_run_removes_that_runs_work_and_keeps_its_record(tmp_path: Path) -> None:
     kept_dir = tmp_path / "kept"
     stages = ("--stages", "configure,validate,collect,report", "--keep")
     # A relative --run-dir (as a user types it; run_cli runs in the checkout): every path the playbooks get
@@ -151,6 +153,7 @@ def test_teardown_of_a_kept_run_removes_that_runs_work_and_says_so(tmp_path: Pat
     run_id = json.loads((kept_dir / "results.json").read_text())["run_id"]
     work = Path("/var/tmp/pav/runs") / run_id
     assert work.is_dir()
+    record = {name: (kept_dir / name).read_bytes() for name in RECORD}
     # Another run's teardown does not touch it, and says where a kept run's work goes.
     other = run_cli("--stages", "teardown", "--run-dir", str(tmp_path / "other"))
     detail = {
@@ -165,6 +168,22 @@ def test_teardown_of_a_kept_run_removes_that_runs_work_and_says_so(tmp_path: Pat
     assert other.rc == 0, other.stderr
     down = run_cli("--stages", "teardown", "--run-dir", str(kept_dir))
     assert down.rc == 0, down.stdout + down.stderr
-    detail = {s["name"]: s["detail"] for s in json.loads((kept_dir / "results.json").read_text())["stages"]}
-    assert detail["teardown"] == f"removed /var/tmp/pav/runs/{run_id} on 1 of 1 host(s)"
     assert not work.exists()
+    # The teardown wrote a record of its own beside the kept run's, naming the run it acted on...
+    link = json.loads((kept_dir / "torn-down.json").read_text())
+    teardown_dir = Path(link["by_run_dir"])
+    assert teardown_dir == (kept_dir.parent / link["by_run"]).resolve()
+    assert f"run dir: {kept_dir.parent / link['by_run']}" in down.stdout
+    teardown = json.loads((teardown_dir / "results.json").read_text())
+    assert teardown["run_id"] == link["by_run"] != run_id
+    assert teardown["kept_run"] == {"run_id": run_id, "run_dir": str(kept_dir)}
+    detail = {s["name"]: s["detail"] for s in teardown["stages"]}
+    assert detail["teardown"] == f"removed /var/tmp/pav/runs/{run_id} on 1 of 1 host(s)"
+    # ...and left the kept run's record byte for byte as that run wrote it, its page but for one line.
+    for name in ("results.json", "summary.txt", "junit.xml"):
+        assert (kept_dir / name).read_bytes() == record[name], name
+    page = (kept_dir / "report.html").read_text().splitlines(keepends=True)
+    note = [ln for ln in page if 'class="torn-down"' in ln]
+    assert len(note) == 1 and f"torn down at {link['torn_down_at']} by run" in note[0]
+    assert f'<a href="../{link["by_run"]}/report.html">{link["by_run"]}</a>' in note[0]
+    assert "".join(ln for ln in page if ln not in note).encode() == record["report.html"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -174,7 +175,9 @@ def configured(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
                      "-e", "pav_install_mpi=false", run="setup")  # fmt: skip
         assert up.rc == 0, up.stdout + up.stderr
         yield Configured(box)
-        down = box.cli("--env", "sim", "--stages", "teardown", run="down")
+        # The hosts are the setup run's, kept: only a run that names it may destroy them.
+        kept = box.results("setup")["run_id"]
+        down = box.cli("--env", "sim", "--stages", "teardown", "--reuse", kept, run="down")
         assert down.rc == 0, down.stdout + down.stderr
         assert box.left(("setup", "down")) == []
     finally:
@@ -242,3 +245,16 @@ def processes(*needles: str, environ: str = "") -> list[int]:
 def error_lines(run: CliRun | tuple[str, str]) -> list[str]:
     stderr = run.stderr if isinstance(run, CliRun) else run[1]
     return [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+
+
+def playbook_run_id(run_dir: Path) -> str | None:
+    """The run id the driver passed to the ansible-playbook of this run dir (results.json comes later)."""
+    for pid in processes("ansible-playbook", str(run_dir)):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        found = re.search(r'"pav_run_id": ?"([^"]+)"', cmd)
+        if found:
+            return found.group(1)
+    return None

@@ -72,6 +72,7 @@ def test_a_check_mode_run_changes_nothing_outside_its_folder(sim_deps: None, san
     mpi = results["hosts"][name]["facts"]["mpi"]
     assert mpi["launcher"] == f"/var/tmp/pav/runs/{results['run_id']}/mpi/bin/pav-mpirun", mpi
     assert mpi["ssh_setup"] is False
-    down = sandbox.cli("--env", "sim", "--stages", "teardown", run="down")
+    kept = sandbox.results("provision")["run_id"]
+    down = sandbox.cli("--env", "sim", "--stages", "teardown", "--reuse", kept, run="down")
     assert down.rc == 0, down.stdout + down.stderr
     assert sandbox.left(("provision", "run", "down")) == []

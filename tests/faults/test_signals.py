@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.docs_quotes import assert_documented
-from tests.faults.conftest import Configured, Sandbox, error_lines, processes, wait_for
+from tests.faults.conftest import Configured, Sandbox, error_lines, playbook_run_id, processes, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -141,16 +141,3 @@ def test_during_validate(configured: Configured, sandbox: Sandbox, name: str) ->
     assert "unreachable over SSH" not in (sandbox.run_dir("run") / "report.html").read_text()
     assert not any(d.exists() for d in remote)
     assert sandbox.left(("run",)) == []
-
-
-def playbook_run_id(run_dir: Path) -> str | None:
-    """The run id the driver passed to the ansible-playbook of this run dir (results.json comes later)."""
-    for pid in processes("ansible-playbook", str(run_dir)):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        found = re.search(r'"pav_run_id": ?"([^"]+)"', cmd)
-        if found:
-            return found.group(1)
-    return None

@@ -26,7 +26,7 @@ def provision_then_lose_host1(sandbox: Sandbox) -> tuple[str, str]:
 
 def test_unreachable_host_stops_the_run(sim_deps: None, sandbox: Sandbox) -> None:
     host0, host1 = provision_then_lose_host1(sandbox)
-    run = sandbox.cli("--env", "sim", *REST)
+    run = sandbox.cli("--env", "sim", *REST, "--reuse", sandbox.results("provision")["run_id"])
     assert_one_line_error(run, f"host {host1} is unreachable", "--allow-missing 1", documented=True)
     results = sandbox.results()
     assert results["hosts"][host1]["status"] == "unreachable"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pav.provisioning import keeper
 from tests.conftest import CliRun, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,6 +49,9 @@ class SlurmCluster:
     def state(self) -> Path:
         return self.base / "state"
 
+    def reuse(self) -> tuple[str, ...]:
+        return reuse(self.state)
+
     def configured(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """results.json of the two configures, each asserted to have exited 0."""
         for run in (self.first, self.second):
@@ -69,6 +73,12 @@ class SlurmCluster:
         )
 
 
+def reuse(state: Path) -> tuple[str, ...]:
+    """--reuse of the run that kept the env's hosts (--keep), if one did: any other run refuses them."""
+    kept = keeper.read(state).kept
+    return ("--reuse", kept.run_id) if kept else ()
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     base = tmp_path_factory.mktemp("simslurm")
@@ -79,10 +89,12 @@ def slurm_cluster(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> I
         first = run_cli("--env", "sim", "--hosts", "2", "--stages", "provision,configure", "--keep",
                         "--launcher", "slurm", "--run-dir", str(base / "r1"), env=env)  # fmt: skip
         second = run_cli("--env", "sim", "--stages", "configure", "--keep", "--launcher", "slurm",
-                         "--run-dir", str(base / "r2"), env=env)  # fmt: skip
+                         *reuse(base / "state"), "--run-dir", str(base / "r2"), env=env)  # fmt: skip
         cluster = SlurmCluster(base, env, first, second)
         yield cluster
     finally:
         # Only when test_slurm's teardown did not run (a selection, a failure): nothing may outlive us.
         if cluster is None or cluster.down is None:
-            run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "down-late"), env=env)
+            late = reuse(base / "state")
+            run_cli("--env", "sim", "--stages", "teardown", *late, "--run-dir", str(base / "down-late"),
+                    env=env)  # fmt: skip

@@ -68,7 +68,8 @@ def by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
     """Validate twice on the shared, already configured Slurm sim cluster, then tear it down."""
     base, env = slurm_cluster.base, slurm_cluster.env
-    common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report")
+    kept = slurm_cluster.reuse()
+    common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report", *kept)
     common += ("--on-fail", "drain")
     healthy_dir, failing_dir = base / "healthy", base / "failing"
     try:
@@ -86,7 +87,7 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         )
         scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='pav {failing_id}: host [{GLOO}]'")
         before_recheck = slurm_nodes(slurm_cluster)
-        recheck = ("--env", "sim", "--keep", "--stages", "validate,collect,report", "--recheck")
+        recheck = ("--env", "sim", "--keep", "--stages", "validate,collect,report", "--recheck", *kept)
         rechecked_dir, by_hand_dir = base / "recheck", base / "by-hand"
         rechecked = run_cli(*recheck, "--run-dir", str(rechecked_dir), env=env, timeout=600)
         after_recheck = slurm_nodes(slurm_cluster)
@@ -94,7 +95,8 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         by_hand = run_cli(*recheck, "--run-dir", str(by_hand_dir), env=env, timeout=600)
         after_by_hand = slurm_nodes(slurm_cluster)
     finally:
-        down = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(base / "down"), env=env)
+        down = run_cli("--env", "sim", "--stages", "teardown", *kept, "--run-dir", str(base / "down"),
+                       env=env)  # fmt: skip
         slurm_cluster.down = down
     return SlurmRuns(
         healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state, nodes,

@@ -11,6 +11,7 @@ from pav.k8s import jobs, provision, render
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.policy import check_manifest
+from pav.ownership import clear_leftover
 
 MANAGED = "app.kubernetes.io/managed-by=provision-and-validate"
 
@@ -36,9 +37,13 @@ def provision_stage(ctx: RunContext) -> str:
     if not ctx.env.provisions:
         return f"existing cluster: {provision.kubeconfig_path(ctx.env)}"
     ctx.provisioned["k8s"] = True
+    if ctx.options.reuse:
+        path = provision.kubeconfig_path(ctx.env)
+        return f"reused the cluster run {ctx.options.reuse} kept; kubeconfig {path}"
+    first = clear_leftover(ctx, lambda: provision.destroy(ctx.env))
     path = provision.apply(ctx.env, ctx.inputs.hosts, ctx.results.run_id, ctx.options.max_hours)
     ctx.results.state_dir = str(path.parent)
-    return f"cluster up; kubeconfig {path}"
+    return f"{first}cluster up; kubeconfig {path}"
 
 
 def configure_stage(ctx: RunContext) -> str:
@@ -109,7 +114,11 @@ def teardown_stage(ctx: RunContext) -> str:
     """Delete the run's jobs, then destroy what was provisioned: a failed delete (API gone, a type the
     server lacks) never keeps a paid cluster up. Its error is raised after the destroy."""
     if ctx.options.keep:
-        return "kept (--keep): jobs and cluster left; a later --stages teardown removes them"
+        later = f"--stages teardown --run-dir {ctx.run_dir} removes them"
+        if ctx.env.provisions:
+            keeper = ctx.results.reused or ctx.results.run_id
+            later += f", --reuse {keeper} runs on them (other runs refuse them)"
+        return f"kept (--keep): jobs and cluster left; {later}"
     notes, failed = [], []
     path = provision.kubeconfig_path(ctx.env)
     if path.is_file():

@@ -7,6 +7,7 @@ from pathlib import Path
 from pav.context import RunContext
 from pav.errors import PavError
 from pav.inventory import resolve_hosts, stage_inventory, write_generated
+from pav.ownership import clear_leftover
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.results import HostRecord
 from pav.stages import recheck
@@ -22,8 +23,12 @@ def run(ctx: RunContext) -> str:
         return "static inventory: nothing to provision"
     env = terraform_env(ctx)
     ctx.results.state_dir = str(env.state)
+    if ctx.options.reuse:  # the kept hosts as they are: resolve writes their inventory
+        names = [h.name for h in env.current_hosts()]
+        return f"reused the {len(names)} host(s) run {ctx.options.reuse} kept: {', '.join(names)}"
     # Recorded before apply: a create that fails midway still leaves resources teardown must destroy.
     ctx.provisioned["terraform"] = str(env.state)
+    first = clear_leftover(ctx, env.destroy)
     created, silent = env.apply(ctx.inputs.hosts, ctx.settings.ssh_timeout_s, ctx.options.allow_missing)
     ctx.inventory_file = write_generated(env.inventory_hosts(created), ctx.env.inventory_dir, _inv_dir(ctx))
     # Out of the run from here: configure would only wait for them again, for its SSH timeout per host.
@@ -33,7 +38,7 @@ def run(ctx: RunContext) -> str:
         )
     up = [h.name for h in created if h.name not in silent]
     dropped = f"; never answered SSH: {', '.join(silent)} (--allow-missing)" if silent else ""
-    return f"{len(up)} host(s) up: {', '.join(up)}{dropped} (state in {env.state})"
+    return f"{first}{len(up)} host(s) up: {', '.join(up)}{dropped} (state in {env.state})"
 
 
 def resolve(ctx: RunContext) -> None:

@@ -11,11 +11,12 @@ from pav.stages.provision import terraform_env
 
 def run(ctx: RunContext) -> str:
     if ctx.options.keep:
-        return "kept (--keep): nothing removed; a later --stages teardown removes it"
+        return kept(ctx)
     if ctx.env.provisions:
         destroyed = terraform_env(ctx).destroy()
         ctx.results.destroyed = destroyed
-        return f"destroyed {len(destroyed)} resource(s)" if destroyed else "nothing to destroy"
+        said = f"destroyed {len(destroyed)} resource(s)" if destroyed else "nothing to destroy"
+        return said + whose(ctx)
     if not ctx.hosts:
         return "no hosts: nothing to remove"
     # Validate's playbook may have done it already for some or all hosts (ctx.torn_down).
@@ -39,3 +40,21 @@ def run(ctx: RunContext) -> str:
     if not removed and "validate" not in ctx.options.stages:
         said += " (a kept run's work goes with --stages teardown --run-dir ITS_RUN_DIR)"
     return said + (f"; failed on {', '.join(left)}" if left else "")
+
+
+def kept(ctx: RunContext) -> str:
+    later = f"--stages teardown --run-dir {ctx.run_dir} removes it"
+    if ctx.env.provisions:
+        later += f", --reuse {ctx.results.reused or ctx.results.run_id} runs on it (other runs refuse it)"
+    return f"kept (--keep): nothing removed; {later}"
+
+
+def whose(ctx: RunContext) -> str:
+    """Whose hosts a destroy took, where they were not this run's own."""
+    if ctx.results.kept_run:
+        return f" of kept run {ctx.results.kept_run['run_id']}"
+    if ctx.results.reused:
+        return f" kept by run {ctx.results.reused}"
+    if ctx.leftover and not ctx.wants("provision"):
+        return f": what {ctx.leftover}"
+    return ""

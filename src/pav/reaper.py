@@ -1,0 +1,78 @@
+"""A driver's work dies with it: `python -m pav.reaper RUN_ID [PATH...]`, started beside the driver, ends
+every process marked PAV_DRIVER=RUN_ID once the driver is gone without saying it finished (SIGKILL, the OOM
+killer, a lost CI runner), as its own teardown would have, and removes the paths (globs) the driver would
+have removed after them (Ansible's temp dirs, the run's SSH control sockets), killing first what names one
+of them in its command line (an SSH master, whose rewritten title hides its environment).
+
+The driver holds the write end of a pipe to the reaper's stdin; the kernel closes it when the driver dies,
+however it dies. A driver that finishes writes "done" first: the reaper then exits and kills nothing (a
+kept run's SSH masters and hosts stay). Terraform does not carry the marker: a stopped apply loses track
+of what it was making (pav.terraform), so it finishes.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pav.processes import DRIVER_MARKER, kill, kill_marked, named
+
+DONE = b"done"
+SWEEPS = 20  # a process being forked while a sweep ran is found by the next one
+
+
+@contextmanager
+def watching(run_id: str, paths: tuple[str, ...] = ()) -> Iterator[None]:
+    """Mark what the driver starts from here with the run's id, and have it killed (and paths removed) if
+    the driver dies."""
+    env = {k: v for k, v in os.environ.items() if k != DRIVER_MARKER}
+    reaper = subprocess.Popen(
+        [sys.executable, "-m", "pav.reaper", run_id, *paths],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # not in the driver's process group: a Ctrl-C or a group kill misses it
+    )
+    os.environ[DRIVER_MARKER] = run_id
+    try:
+        yield
+    finally:
+        os.environ.pop(DRIVER_MARKER, None)
+        assert reaper.stdin is not None
+        try:
+            reaper.stdin.write(DONE)
+            reaper.stdin.close()
+            reaper.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+def sweep(run_id: str) -> None:
+    """Kill what carries the run's marker until nothing does (what a killed parent was forking shows late)."""
+    for _ in range(SWEEPS):
+        if not kill_marked(f"{DRIVER_MARKER}={run_id}"):
+            return
+        time.sleep(0.1)
+
+
+def main(argv: list[str]) -> int:
+    run_id, *paths = argv
+    said = sys.stdin.buffer.read()  # until the driver closes its end: it finished, or it died
+    if said != DONE:
+        sweep(run_id)
+        for pattern in paths:
+            for path in glob.glob(pattern):
+                kill(named(path))
+                shutil.rmtree(path, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

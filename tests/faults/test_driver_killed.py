@@ -1,0 +1,88 @@
+"""kill -9 of the driver mid-validate (a lost CI runner, the OOM killer): its Ansible and SSH die with it
+(pav.reaper); a run started meanwhile stops at once, naming it; its results.json says ERROR with the stages
+it finished. On a sim env the next run names it and what it left and destroys that before it provisions;
+on static hosts the next run's first contact ends the launches it left there."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import assert_one_line_error
+from tests.faults.conftest import Configured, Sandbox, launch_processes, playbook_run_id, processes, wait_for
+from tests.sim.leftovers import cluster_id
+
+pytestmark = pytest.mark.slow
+
+HANG = ("--tests", "fault_hang", "--test-timeout", "300")
+
+
+def hung_then_killed(proc: subprocess.Popen[str], run_dir: Path, remote: list[Path], run_id: str) -> None:
+    """Wait until fault_hang's ranks run on every host, then SIGKILL the driver alone."""
+    started = lambda: all(len(list(d.glob("results/fault_hang/*.rank*.json"))) == 2 for d in remote)  # noqa: E731
+    wait_for("every rank on every host", started, 300, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+
+    # Its Ansible, SSH and whatever else it started end with it, on this machine.
+    def gone() -> bool:
+        marked = processes(environ=f"PAV_DRIVER={run_id}")
+        return not marked and not processes("ansible-playbook", str(run_dir))
+
+    wait_for("the killed driver's processes to end", gone, 60)
+
+
+def test_on_an_env_that_provisions(sim_deps: None, sandbox: Sandbox) -> None:
+    proc = sandbox.start("--env", "sim", "--hosts", "2", *HANG, run="killed")
+    run_dir = sandbox.run_dir("killed")
+    run_id = wait_for("the validate playbook", lambda: playbook_run_id(run_dir), 300, proc)
+    hosts = [sandbox.state / "sim" / "run" / str(i) / "fs" / "upper" for i in (0, 1)]
+    remote = [h / "var" / "tmp" / "pav" / "runs" / run_id for h in hosts]
+
+    # A second run on the env meanwhile stops at once, naming the first.
+    second = sandbox.cli("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce", run="second")
+    busy = f"env sim's state ({sandbox.state}) is in use by run {run_id} (pid {proc.pid}, "
+    assert_one_line_error(second, busy, documented=True)
+    assert not sandbox.run_dir("second").exists()
+
+    hung_then_killed(proc, run_dir, remote, run_id)
+    results = sandbox.results("killed")
+    assert results["verdict"] == "ERROR"
+    assert {s["name"]: s["status"] for s in results["stages"]} == {"provision": "ok", "configure": "ok"}
+    assert launch_processes(run_id)  # its launches still run on its hosts: the next run must end them
+
+    # The next plain run names it and what it left, destroys that, then runs on hosts of its own.
+    nxt = sandbox.cli("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce", run="next")
+    assert nxt.rc == 0, nxt.stdout + nxt.stderr
+    names = ", ".join(f"sim-{cluster_id(sandbox.state)}-{i}" for i in (0, 1))
+    said = f"env sim: destroying what run {run_id} (pid {proc.pid}, "
+    left = f"; its driver is gone) left (3 resource(s): hosts {names}), before this run provisions"
+    assert said in nxt.stdout and left in nxt.stdout, nxt.stdout
+    provision = next(s for s in sandbox.results("next")["stages"] if s["name"] == "provision")
+    assert provision["detail"].startswith(f"first destroyed 3 resource(s), what run {run_id} (pid {proc.pid}")
+    assert launch_processes(run_id) == []
+    assert sandbox.left(("killed", "next")) == []
+
+
+def test_on_static_hosts(configured: Configured, sandbox: Sandbox) -> None:
+    inventory = ("--inventory", str(configured.inventory(0, 1)))
+    proc = sandbox.start(*inventory, "--stages", "validate,collect,report,teardown", *HANG, run="killed")
+    run_dir = sandbox.run_dir("killed")
+    run_id = wait_for("the validate playbook", lambda: playbook_run_id(run_dir), 120, proc)
+    remote = [configured.remote_run_dir(i, run_id) for i in (0, 1)]
+    hung_then_killed(proc, run_dir, remote, run_id)
+    assert sandbox.results("killed")["verdict"] == "ERROR"  # its record, though no stage of it ended
+    assert launch_processes(run_id)  # on the hosts, out of the driver's reach: as the dead run left them
+
+    # The next run's first contact ends them and removes the dead run's folder, naming it.
+    nxt = sandbox.cli(*inventory, "--stages", "teardown", run="next")
+    assert nxt.rc == 0, nxt.stdout + nxt.stderr
+    ended = "ended without a teardown: killed its launches and removed its folder on 2 of 2 host(s)"
+    assert f"run {run_id} (pid {proc.pid}, " in nxt.stdout and ended in nxt.stdout, nxt.stdout
+    assert launch_processes(run_id) == []
+    assert not any(d.exists() for d in remote)
+    assert sandbox.left(("killed", "next")) == []
