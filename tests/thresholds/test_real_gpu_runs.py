@@ -65,6 +65,9 @@ CALIBRATION = (
     Run("h100x2b-healthy", "PASS"),
     Run("h100x2b-inventory", "PASS"),
     Run("h100x2b-gpu-busy-gpu1", "FAIL", f"{X2B_GPU1}: gemm_bf16_tflops.1 ", ("gpu_probe", *NCCL_X4)),
+    # A third 2x H100 machine, judged then by the driver of session 18's end (issues 37-39 merged).
+    Run("h100x2c-healthy", "PASS"),
+    Run("h100x2c-inventory", "PASS"),
     Run("h100x4-split-nvlink", "PASS"),  # two nodes of 2 GPUs, NVLink between them
     Run(
         "h100x4-split-socket",
