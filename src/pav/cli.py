@@ -239,8 +239,7 @@ def run(argv: list[str]) -> int:
     # What the driver removes after its playbooks, the reaper removes if the driver dies first.
     ansible = ctx.run_dir.resolve() / "ansible"
     leftovers = (str(ansible / "*" / "tmp"), str(control_dir(ansible)))
-    with ownership.claimed(ctx), reaper.watching(ctx.results.run_id, leftovers):
-        rundir.prepare(ctx.run_dir)
+    with rundir.prepared(ctx.run_dir), ownership.claimed(ctx), reaper.watching(ctx.results.run_id, leftovers):
         # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
         ctx.results.write(ctx.run_dir / "results.json")
         print(f"run dir: {ctx.run_dir}", flush=True)

@@ -6,6 +6,8 @@ import errno
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,21 @@ def new_run_id(env: str) -> str:
     share one: one's teardown would kill the other's launches and remove its folder."""
     now = datetime.now(UTC)
     return f"{now:%Y%m%dT%H%M%S}.{now.microsecond // 1000:03d}Z-{env}"
+
+
+@contextmanager
+def prepared(run_dir: Path) -> Iterator[Path]:
+    """The run dir made and proven usable before the run takes anything else (an env's state), and gone
+    again where the run was refused before it wrote a file there (a busy or kept env): nothing is left."""
+    fresh = not run_dir.exists()
+    prepare(run_dir)
+    try:
+        yield run_dir
+    except PavError:
+        if fresh:
+            with suppress(OSError):  # not empty: the run wrote its record, which stays
+                run_dir.rmdir()
+        raise
 
 
 def prepare(run_dir: Path) -> Path:
