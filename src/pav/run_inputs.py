@@ -93,6 +93,11 @@ def _tests(
     chosen = settings.tests if options.tests is None else list(options.tests)
     specs = catalog.select(chosen, setting if options.tests is None else "--tests")
     if platform == "k8s":
+        if launcher != "direct":  # was ignored: the run went through Kubeflow jobs all the same
+            raise PavError(
+                f"--launcher {launcher} launches on hosts; the k8s platform runs tests as Kubeflow jobs: "
+                f"drop --launcher {launcher} (or pav_launcher), or run with --platform hosts"
+            )
         for spec in specs:
             # A CPU test stops a k8s run here, before provision creates a paid cluster.
             catalog.k8s_job_kind(spec)

@@ -123,12 +123,16 @@ def test_unknown_names_stop_the_run_naming_where_they_were_set(tmp_path: Path) -
         made("--inventory", str(own_inventory(tmp_path, typo)))
 
 
-def test_a_k8s_run_refuses_a_cpu_test_and_runs_no_slurm_checks() -> None:
+def test_a_k8s_run_refuses_a_cpu_test_and_the_slurm_launcher() -> None:
     env = custom_env(ROOT / "inventories" / "local" / "hosts.yml")
     with pytest.raises(PavError, match="test torch_gloo_allreduce runs through torchrun on CPUs"):
         resolve(env, Options(platform="k8s"), Settings(tests=["torch_gloo_allreduce"]))
-    inputs = resolve(env, Options(platform="k8s", launcher="slurm"), Settings(tests=["torch_nccl_allreduce"]))
-    assert names(inputs) == ["torch_nccl_allreduce"]  # Slurm's checks are no k8s job
+    gpu = Settings(tests=["torch_nccl_allreduce"])
+    with pytest.raises(PavError, match=r"drop --launcher slurm .* or run with --platform hosts"):
+        resolve(env, Options(platform="k8s", launcher="slurm"), gpu)
+    with pytest.raises(PavError, match="--launcher slurm launches on hosts"):
+        resolve(env, Options(platform="k8s"), Settings(tests=["torch_nccl_allreduce"], launcher="slurm"))
+    assert names(resolve(env, Options(platform="k8s"), gpu)) == ["torch_nccl_allreduce"]
 
 
 @pytest.mark.parametrize(
