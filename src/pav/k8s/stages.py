@@ -7,7 +7,7 @@ from pathlib import Path
 from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
-from pav.k8s import jobs, provision, render
+from pav.k8s import jobs, marking, provision, render
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.policy import check_manifest
@@ -22,6 +22,7 @@ def manifests(ctx: RunContext) -> tuple[list[render.Job], list[render.Manifest]]
     planned = render.plan_jobs(
         ctx.inputs.tests, config, env, ctx.inputs.hosts, ctx.results.run_id, ctx.inputs.timeouts.for_test
     )
+    planned = marking.pin(ctx, planned)  # only with --recheck: each job on the nodes that failed its test
     labels = render.job_labels(ctx.results.run_id, "payload")
     return planned, render.render(planned, config.namespace, labels)
 
