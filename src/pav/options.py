@@ -31,5 +31,5 @@ class Options:
     extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars
     metrics_textfile: Path | None = None  # --metrics-textfile DIR: node_exporter's textfile collector dir
     pushgateway: str | None = None  # --pushgateway URL: a Prometheus pushgateway
-    on_fail: str | None = None  # --on-fail drain|taint: drain the Slurm nodes (taint the k8s nodes) a FAIL names
+    on_fail: str | None = None  # --on-fail drain|taint: drain (Slurm) or taint (k8s) the nodes a FAIL names
     recheck: bool = False  # --recheck: re-run the tool's marked nodes' tests, return those that pass

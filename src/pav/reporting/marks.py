@@ -1,5 +1,6 @@
-"""What --on-fail marks, on any scheduler: one mark per host a bad part of a FAIL names (pav.reporting.bad_parts:
-isolation's suspects, the failing tests' hosts), with the reason and the tests a recheck runs again.
+"""What --on-fail marks, on any scheduler: one mark per host a bad part of a FAIL names
+(pav.reporting.bad_parts: isolation's suspects, the failing tests' hosts), with the reason and the tests a
+recheck runs again.
 
 Slurm drains the marks' nodes (pav.slurm.drain), Kubernetes taints them (pav.k8s.taint): both act on
 exactly these hosts. Only a FAIL marks: an interrupted or broken run (ERROR) names hosts for what happened to

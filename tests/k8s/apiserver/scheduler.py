@@ -57,7 +57,8 @@ def feasible(store: Store, pod: dict[str, Any], names: list[str]) -> tuple[list[
 def refusal(pod: dict[str, Any], node: dict[str, Any]) -> str:
     """Why the scheduler's filters keep the pod off the node; "" where it may land there."""
     spec, tolerations = node.get("spec") or {}, pod.get("tolerations") or []
-    if spec.get("unschedulable") and not tolerates(tolerations, {"key": UNSCHEDULABLE, "effect": "NoSchedule"}):
+    cordon = {"key": UNSCHEDULABLE, "effect": "NoSchedule"}
+    if spec.get("unschedulable") and not tolerates(tolerations, cordon):
         return "node(s) were unschedulable"
     for taint in spec.get("taints") or []:
         if taint.get("effect") in BLOCKING and not tolerates(tolerations, taint):
