@@ -132,8 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=tuple(ON_FAIL),
         help="drain (hosts): after a FAIL, drain each Slurm node the report's bad parts name (scontrol "
         'update State=DRAIN Reason="pav RUN_ID: ..."; docs/slurm.md); taint (k8s): cordon each such node and '
-        "taint it pav.io/unhealthy=TEST:NoSchedule (docs/kubernetes.md); a failure is a summary line, not the "
-        "verdict",
+        "taint it pav.io/unhealthy=TEST:NoSchedule (docs/kubernetes.md); a failure is a summary line, not "
+        "the verdict",
     )
     p.add_argument(
         "--recheck",
