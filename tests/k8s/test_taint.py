@@ -15,13 +15,22 @@ from typing import Any
 
 import pytest
 
-from pav.k8s import taint
+from pav import catalog
+from pav.context import Options
+from pav.k8s import marking, render, taint
+from pav.k8s.config import load_config
 from pav.k8s.kubectl import Kubectl
+from pav.reporting import marks
+from pav.slurm import drain
 from tests.conftest import assert_one_line_error, run_cli
+from tests.driver.contexts import context
+from tests.driver.test_slurm_drain import failing, gate
+from tests.driver.test_slurm_drain import run as results_of
 from tests.k8s.apiserver import ApiError, ApiServer, scheduler
 from tests.k8s.test_kubectl import install_pytorchjob_crd
 
 NODE_PATCH = "PATCH /api/v1/nodes/"
+INVENTORY = Path(__file__).parents[2] / "inventories" / "nebius-eu-k8s"
 
 
 @pytest.fixture
@@ -41,6 +50,54 @@ def node(api: ApiServer, name: str) -> dict[str, Any]:
 
 def taint_keys(api: ApiServer, name: str) -> list[str]:
     return sorted(t["key"] for t in (node(api, name).get("spec") or {}).get("taints") or [])
+
+
+def test_slurm_and_kubernetes_mark_the_same_parts() -> None:
+    """Both come from pav.reporting.marks: the hosts a FAIL's bad parts name, each with one reason."""
+    gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
+    multi = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
+    results = results_of([gemm, multi], suspects=("c",))
+    planned = marks.plan(results)
+    assert [(m.host, m.tests) for m in planned] == [
+        ("b", ("gpu_gemm",)),
+        ("c", ("torch_gloo_collectives_multi",)),
+    ]
+    assert [(t.node, t.reason) for t in taint.plan(results)] == [(m.host, m.reason) for m in planned]
+    assert [(d.host, d.reason) for d in drain.plan(results)] == [(m.host, m.reason) for m in planned]
+    assert taint.plan(results_of([gemm], verdict="ERROR")) == []
+    assert taint.value(("gpu_gemm", "x")) == "gpu_gemm"
+
+
+def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
+    """Narrowed to the tool's nodes and their tests; each job pinned by node name, tolerating the tool's
+    taint and the cordon; a run that finds none of its nodes skips validate and collect."""
+    ctx = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
+    wanted = {"n1": ("torch_nccl_allreduce", "nccl_tests_all_reduce"), "n2": ("nccl_tests_all_reduce",)}
+    for node, tests in wanted.items():
+        ctx.results.actions.append(marking._entry(node, tests, f"pav r1: host x [{','.join(tests)}]", ""))
+    marking._narrow(ctx, wanted)
+    assert [s.name for s in ctx.inputs.tests] == ["torch_nccl_allreduce", "nccl_tests_all_reduce"]
+    assert ctx.inputs.hosts == 2
+    jobs = render.plan_jobs(
+        ctx.inputs.tests, load_config(INVENTORY), {}, ctx.inputs.hosts, "r2", lambda _: 60
+    )
+    pinned = {j.test: (j.workers, j.node_names) for j in marking.pin(ctx, jobs)}
+    assert pinned == {"torch_nccl_allreduce": (1, ["n1"]), "nccl_tests_all_reduce": (2, ["n1", "n2"])}
+    for manifest in render.render(marking.pin(ctx, jobs), "pav"):  # policy-checked as any run's
+        specs = manifest.body.get("spec", {}).get("pytorchReplicaSpecs") or {}
+        for replica in specs.values():
+            pod = replica["template"]["spec"]
+            terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n1"]
+            assert [t["key"] for t in pod["tolerations"]] == [
+                "nvidia.com/gpu",
+                taint.KEY,
+                taint.UNSCHEDULABLE,
+            ]
+    empty = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
+    marking._narrow(empty, {})
+    assert "validate" not in empty.options.stages and "report" in empty.options.stages
+    assert catalog.CATALOG["torch_nccl_allreduce"].scope == "host"
 
 
 def test_a_node_is_cordoned_tainted_annotated_then_returned(api: ApiServer) -> None:

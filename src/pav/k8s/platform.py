@@ -15,6 +15,7 @@ def k8s() -> Platform:
             "configure": stages.configure_stage,
             "validate": stages.validate_stage,
             "collect": stages.collect_stage,
+            "report": stages.report_stage,
             "teardown": stages.teardown_stage,
         },
         after={"provision": marking.select},  # only with --recheck: the tool's tainted nodes and tests

@@ -12,6 +12,7 @@ from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.policy import check_manifest
 from pav.ownership import clear_leftover
+from pav.stages import report
 
 MANAGED = "app.kubernetes.io/managed-by=provision-and-validate"
 
@@ -109,6 +110,13 @@ def collect_stage(ctx: RunContext) -> str:
     k8s_ttl_seconds_after_finished); this records what came back."""
     pods = sorted({h for launch in ctx.launches for h in launch.hosts})
     return f"results of {len(ctx.launches)} job(s) from {len(pods)} pod(s) under hosts/; raw logs under k8s/"
+
+
+def report_stage(ctx: RunContext) -> str:
+    """The report, then --on-fail taint or --recheck's return of nodes (never raising): the verdict first."""
+    detail = report.run(ctx)
+    marking.after_report(ctx)
+    return detail
 
 
 def teardown_stage(ctx: RunContext) -> str:

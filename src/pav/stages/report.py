@@ -145,11 +145,6 @@ def write_partial(ctx: RunContext) -> None:
 def run(ctx: RunContext) -> str:
     judge(ctx)
     write(ctx)
-    if ctx.inputs.platform == "k8s":
-        from pav.k8s import marking  # k8s's modules load only for a k8s run
-
-        marking.after_report(ctx)  # only with --on-fail taint or --recheck; never raises
-    else:
-        drain.run(ctx)  # only with --on-fail drain, once the run's files hold its verdict; never raises
-        recheck.resume(ctx)  # only with --recheck; never raises
+    drain.run(ctx)  # only with --on-fail drain, once the run's files hold its verdict; never raises
+    recheck.resume(ctx)  # only with --recheck; never raises
     return f"verdict {ctx.results.verdict}"
