@@ -102,12 +102,14 @@ def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
 
 def test_a_node_is_cordoned_tainted_annotated_then_returned(api: ApiServer) -> None:
     kube = Kubectl(api.kubeconfig, "pav")
+    version = int(node(api, "gpu-node-1")["metadata"]["resourceVersion"])
     marked = taint.mark(
         kube, taint.Taint("gpu-node-1", "pav r1: GPU 3 x < 5 [gpu_gemm]", ("gpu_gemm",)), "r1"
     )
     assert marked.ok, marked.detail
     live = node(api, "gpu-node-1")
     assert live["spec"]["unschedulable"] is True
+    assert int(live["metadata"]["resourceVersion"]) > version  # each PATCH a new version, as the server's
     assert taint_keys(api, "gpu-node-1") == [scheduler.UNSCHEDULABLE, taint.KEY]  # the cordon's, as real
     assert {t["key"]: t.get("value") for t in live["spec"]["taints"]}[taint.KEY] == "gpu_gemm"
     ann = live["metadata"]["annotations"]
