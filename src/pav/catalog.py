@@ -385,6 +385,18 @@ FAULT_TESTS: dict[str, TestSpec] = {
             False,
             EXIT,
         ),
+        # A k8s run takes GPU tests only; the API-server double's pods run on CPU. Its node faults are the
+        # double's (a broken node's pods fail): this test passes on every other node.
+        TestSpec(
+            "fault_gloo_k8s",
+            "FOR TESTING: gloo all_reduce on each node of a k8s run (the API-server double's CPU pods)",
+            "torchrun",
+            "host",
+            True,
+            gloo("all_reduce", "1K"),
+            procs=2,
+            gates_of="torch_gloo_allreduce",
+        ),
     )
 }
 

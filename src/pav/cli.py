@@ -13,6 +13,7 @@ from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.extravars import parse_extra_vars
+from pav.options import ON_FAIL
 from pav.reporting import pushgateway, timings
 from pav.results import RunResults
 from pav.settings import PLATFORMS, load_settings
@@ -128,15 +129,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--on-fail",
-        choices=("drain",),
-        help="drain: after a FAIL, drain each Slurm node the report's bad parts name (scontrol update "
-        'State=DRAIN Reason="pav RUN_ID: ..."; docs/slurm.md); a failure is a summary line, not the verdict',
+        choices=tuple(ON_FAIL),
+        help="drain (hosts): after a FAIL, drain each Slurm node the report's bad parts name (scontrol "
+        'update State=DRAIN Reason="pav RUN_ID: ..."; docs/slurm.md); taint (k8s): cordon each such node and '
+        "taint it pav.io/unhealthy=TEST:NoSchedule (docs/kubernetes.md); a failure is a summary line, not "
+        "the verdict",
     )
     p.add_argument(
         "--recheck",
         action="store_true",
-        help='find the Slurm nodes this tool drained (reason "pav ..."), run only the tests each failed, '
-        "on those nodes alone, and resume each node whose tests pass; other drains are listed, not touched",
+        help='find the nodes this tool drained (Slurm, reason "pav ...") or tainted (k8s, pav.io/unhealthy), '
+        "run only the tests each failed, on those nodes alone, and return each node whose tests pass "
+        "(resume; untaint and uncordon); nodes others drained, tainted or cordoned are listed, not touched",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="a progress line for every task result")
     p.add_argument(

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# --on-fail's actions, each for one platform: the run's inputs refuse it on the other (pav.run_inputs).
+ON_FAIL = {"drain": "hosts", "taint": "k8s"}
 STAGES = ("provision", "configure", "validate", "collect", "isolate", "report", "teardown")
 
 
@@ -29,5 +31,5 @@ class Options:
     extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars
     metrics_textfile: Path | None = None  # --metrics-textfile DIR: node_exporter's textfile collector dir
     pushgateway: str | None = None  # --pushgateway URL: a Prometheus pushgateway
-    on_fail: str | None = None  # --on-fail drain: drain the Slurm nodes a FAIL names
-    recheck: bool = False  # --recheck: re-run the tool's drained nodes' tests, resume those that pass
+    on_fail: str | None = None  # --on-fail drain|taint: drain (Slurm) or taint (k8s) the nodes a FAIL names
+    recheck: bool = False  # --recheck: re-run the tool's marked nodes' tests, return those that pass

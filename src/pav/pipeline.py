@@ -53,7 +53,8 @@ def _wrap_up_steps(ctx: RunContext, platform: Platform) -> list[tuple[str, Stage
     that was let finish."""
     interrupted = interrupts.requested()
     interrupts.wrapping_up()  # from here a signal no longer cancels a playbook: teardown must finish
-    steps: list[tuple[str, StageFn]] = [("report", report.run), ("teardown", platform.stages["teardown"])]
+    reported = platform.stages.get("report", report.run)  # k8s: with its nodes' --on-fail and --recheck
+    steps: list[tuple[str, StageFn]] = [("report", reported), ("teardown", platform.stages["teardown"])]
     if ctx.launches:
         isolate = [] if interrupted or "isolate" not in platform.stages else ["isolate"]
         steps[:0] = [(name, platform.stages[name]) for name in ("collect", *isolate)]

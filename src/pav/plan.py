@@ -9,6 +9,7 @@ from pav.provisioning import keeper
 from pav.provisioning.declared import declared_resources
 from pav.provisioning.state import state_dir
 from pav.provisioning.terraform_env import TerraformEnv
+from pav.reporting import metrics_export, pushgateway
 from pav.thresholds.profiles import planned_profile
 from pav.yamlfile import load_mapping
 
@@ -33,7 +34,40 @@ def render(ctx: RunContext) -> str:
     for spec in inputs.tests:
         needs = "GPU" if spec.needs_gpu else "CPU"
         lines.append(f"  {spec.name:<30} {spec.scope:<8} {needs:<4} {spec.description}")
+    lines += after_report(ctx)
     return "\n".join(lines) + "\n"
+
+
+# What each flag that acts beyond the run dir would do, on either platform (the k8s dry run prints it too).
+ACTS = {
+    "drain": "after a FAIL, drain each Slurm node its bad parts name (scontrol update State=DRAIN "
+    'Reason="pav RUN_ID: ...")',
+    "taint": "after a FAIL, cordon each node its bad parts name, taint it pav.io/unhealthy=TEST:NoSchedule "
+    "and annotate it with the run and the part",
+}
+RECHECK = {
+    "hosts": "only the Slurm nodes this tool drained, each with the tests it failed; RESUME those that pass",
+    "k8s": "only the nodes this tool tainted, each with the tests it failed; untaint and uncordon those that "
+    "pass",
+}
+
+
+def after_report(ctx: RunContext) -> list[str]:
+    """Where the run's verdict goes beyond the run dir, flag by flag; a line saying none where none."""
+    options, lines = ctx.options, []
+    if options.metrics_textfile is not None:
+        where = options.metrics_textfile / metrics_export.textfile_name(ctx.env.name)
+        lines.append(f"  metrics textfile: {where} (written, then renamed)")
+    if options.pushgateway is not None:
+        url = pushgateway.public_url(options.pushgateway)
+        lines.append(f"  pushgateway: {url} (job pav, one group per env and host)")
+    if options.recheck:
+        lines.append(f"  --recheck: {RECHECK[ctx.inputs.platform]}")
+    elif options.on_fail is not None:
+        lines.append(f"  --on-fail {options.on_fail}: {ACTS[options.on_fail]}")
+    if not lines:
+        lines.append("  nothing beyond the run dir (--metrics-textfile, --pushgateway, --on-fail, --recheck)")
+    return ["after the report:", *lines]
 
 
 def _existing_hosts(ctx: RunContext) -> list[str]:

@@ -14,7 +14,7 @@ from pav.catalog import TestSpec
 from pav.envs import EnvSpec
 from pav.errors import PavError
 from pav.isolation import MIN_HOSTS
-from pav.options import Options
+from pav.options import ON_FAIL, Options
 from pav.settings import Settings, settings_file
 from pav.thresholds.profiles import profile_path
 
@@ -67,6 +67,7 @@ def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
     where = settings_file(env.inventory_dir) or env.inventory_dir
     platform = options.platform or settings.platform
     launcher = options.launcher or settings.launcher
+    _check_on_fail(options.on_fail, platform)
     tests = _tests(options, settings, f"pav_tests of {where}", platform, launcher)
     catalog.refuse_unknown(list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where}")
     if settings.threshold_profile != "auto":
@@ -83,6 +84,18 @@ def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
         timeouts=_timeouts(options, settings),
         profile=settings.threshold_profile,
         isolate=settings.isolate,
+    )
+
+
+def _check_on_fail(action: str | None, platform: str) -> None:
+    """--on-fail marks nodes through the platform's scheduler: Slurm drains hosts, Kubernetes taints nodes."""
+    if action is None or ON_FAIL.get(action) == platform:
+        return
+    other = next((a for a, p in ON_FAIL.items() if p == platform), None)
+    instead = f"use --on-fail {other} on platform {platform}" if other else "drop --on-fail"
+    raise PavError(
+        f"--on-fail {action} acts on platform {ON_FAIL.get(action, '?')} nodes, but this run's platform is "
+        f"{platform}: {instead}"
     )
 
 

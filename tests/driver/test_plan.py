@@ -38,7 +38,7 @@ def test_a_static_run_lists_its_stages_hosts_and_tests() -> None:
     assert lines["isolate"] == "[run ] isolate: a failing multi-host test re-runs on pairs of hosts"
     assert "hosts:\n  h0 (10.0.0.0)\n  h1 (10.0.0.1)\n" in text
     assert "threshold profile: auto: by the GPUs preflight finds, cpu without any" in text
-    tests = text.split("tests (launcher direct):\n")[1].splitlines()
+    tests = text.split("tests (launcher direct):\n")[1].split("after the report:")[0].splitlines()
     assert [t.split()[:4] for t in tests] == [
         [
             "torch_gloo_allreduce",
@@ -48,6 +48,24 @@ def test_a_static_run_lists_its_stages_hosts_and_tests() -> None:
         ],
         ["gpu_probe", "host", "GPU", catalog.CATALOG["gpu_probe"].description.split()[0]],
     ]
+
+
+def test_the_plan_says_what_leaves_the_run_dir_flag_by_flag() -> None:
+    ctx = context(2)
+    assert plan.render(ctx).endswith("after the report:\n  nothing beyond the run dir (--metrics-textfile, "
+                                     "--pushgateway, --on-fail, --recheck)\n")  # fmt: skip
+    ctx.options.on_fail, ctx.options.metrics_textfile = "drain", Path("/prom")
+    after = plan.render(ctx).split("after the report:\n")[1].splitlines()
+    assert after == [
+        "  metrics textfile: /prom/pav-t.prom (written, then renamed)",
+        "  --on-fail drain: after a FAIL, drain each Slurm node its bad parts name (scontrol update "
+        'State=DRAIN Reason="pav RUN_ID: ...")',
+    ]
+    ctx.options.recheck = True
+    assert plan.render(ctx).endswith(
+        "  --recheck: only the Slurm nodes this tool drained, each with the tests it failed; RESUME those "
+        "that pass\n"
+    )
 
 
 def test_check_mode_stages_not_asked_for_and_keep() -> None:
@@ -77,7 +95,8 @@ def test_tuning_files_follow_extra_vars_and_the_envs_settings(tmp_path: Path) ->
 
 def test_slurm_runs_list_the_slurm_checks_first() -> None:
     text = plan.render(context(2, launcher="slurm", tests=["torch_gloo_allreduce"]))
-    tests = [t.split()[0] for t in text.split("tests (launcher slurm):\n")[1].splitlines()]
+    listed = text.split("tests (launcher slurm):\n")[1].split("after the report:")[0]
+    tests = [t.split()[0] for t in listed.splitlines()]
     assert tests == [*CHECKS, "torch_gloo_allreduce"]
 
 

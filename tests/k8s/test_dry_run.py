@@ -52,10 +52,32 @@ def test_the_plan_lists_a_job_per_test_and_writes_its_manifests(
         spec = catalog.CATALOG[line.split()[-1]]
         assert line.split()[0] == job_kind(spec)
         assert ("per node" if spec.scope == "host" else "across nodes") in line
-    listed = out.split("manifests (")[1].splitlines()[1:]
+    listed = out.split("manifests (")[1].split("after the report:")[0].splitlines()[1:]
     written = sorted(p.name for p in (k8s_run.run_dir / "manifests").iterdir())
     assert sorted(name.strip() for name in listed) == written
     assert len(written) > len(jobs)  # the jobs, and what they mount (the payload's ConfigMap)
+    assert out.endswith("after the report:\n  nothing beyond the run dir (--metrics-textfile, --pushgateway, "
+                        "--on-fail, --recheck)\n")  # fmt: skip
+
+
+def test_the_plan_says_where_the_verdict_goes_and_which_nodes_it_marks(
+    k8s_run: RunContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    k8s_run.options.on_fail, k8s_run.options.pushgateway = "taint", "http://user:pw@gw:9091"
+    k8s_run.options.metrics_textfile = Path("/var/lib/node_exporter")
+    assert dry_run(k8s_run) == 0
+    after = capsys.readouterr().out.split("after the report:\n")[1].splitlines()
+    assert after == [
+        f"  metrics textfile: /var/lib/node_exporter/pav-{ENV}.prom (written, then renamed)",
+        "  pushgateway: http://gw:9091 (job pav, one group per env and host)",
+        "  --on-fail taint: after a FAIL, cordon each node its bad parts name, taint it "
+        "pav.io/unhealthy=TEST:NoSchedule and annotate it with the run and the part",
+    ]
+    k8s_run.options.recheck = k8s_run.options.dry_run = True
+    assert dry_run(k8s_run) == 0
+    out = capsys.readouterr().out
+    assert "  --recheck: only the nodes this tool tainted, each with the tests it failed; untaint" in out
+    assert out.count("PyTorchJob ") >= 1  # a dry run finds no nodes: it shows every job
 
 
 def test_without_credentials_the_plan_says_what_is_missing(

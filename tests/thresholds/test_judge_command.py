@@ -17,6 +17,8 @@ import pytest
 from pav.commands.judge import rejudge
 from pav.judging import explained_by_gates
 from pav.launch import Launch
+from pav.reporting import metrics, metrics_export
+from pav.reporting.exposition import render
 from pav.results import HostRecord, TestResult
 from pav.stages import report
 from tests.conftest import assert_one_line_error, run_cli
@@ -264,3 +266,26 @@ def test_bad_input_is_one_error_line(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("judge", str(broken)), "threshold profile 'gone-profile'", "--profile NAME")
     unknown = run_cli("judge", str(broken), "--profile", "nope")
     assert_one_line_error(unknown, "unknown threshold profile 'nope'", "fix --profile")
+
+
+def test_a_recorded_run_is_exported_again_as_it_recorded_it(tmp_path: Path) -> None:
+    """--metrics-textfile writes what the run itself would have (its recorded verdict and time); a push that
+    fails is a FAILED line and the exit code stays the verdict's."""
+    run_dir = make_run(tmp_path)
+    recorded = json.loads((run_dir / "results.json").read_text())
+    textfiles = tmp_path / "prom"
+    textfiles.mkdir()
+    dead = "http://127.0.0.1:9/"  # discard port: nothing listens
+    run = run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles), "--pushgateway", dead)
+    assert run.rc == 1, run.stdout + run.stderr
+    written = textfiles / metrics_export.textfile_name(recorded["env"])
+    assert written.read_text() == render(metrics.families(recorded))
+    assert f"metrics: textfile {written}: " in run.stdout
+    assert f"metrics: pushgateway {dead} FAILED: " in run.stdout
+    as_json = json.loads(
+        run_cli("judge", str(run_dir), "--json", "--metrics-textfile", str(textfiles)).stdout
+    )
+    assert [(e["to"], e["ok"]) for e in as_json["exports"]] == [("textfile", True)]
+    assert sorted(p.name for p in textfiles.iterdir()) == [written.name]  # renamed into place, no temp left
+    bad = run_cli("judge", str(run_dir), "--pushgateway", "gw:9091")
+    assert_one_line_error(bad, "--pushgateway", "is not an http(s) URL")

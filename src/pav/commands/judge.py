@@ -1,9 +1,11 @@
-"""judge RUN_DIR|results.json [--profile NAME] [--json]: a recorded run judged again by this release's gates.
+"""judge RUN_DIR|results.json [--profile NAME] [--json] [--metrics-textfile DIR] [--pushgateway URL]: a
+recorded run judged again by this release's gates, and its metrics exported again as it recorded them.
 
 Each test's measurements against today's profile gates and the gates the recorded host facts derive;
 gpu_health from the facts; scaling. A test whose outcome its gates did not decide (an error, a rank's
 failure, wrong bytes, a timeout, a failed job) keeps it as recorded (pav.judging.Judge.rejudge).
-Exit 0 PASS, 1 FAIL (or a run that could not finish), 2 bad input: one `error:` line.
+Exit 0 PASS, 1 FAIL (or a run that could not finish), 2 bad input: one `error:` line. A failed export is a
+`metrics: ... FAILED` line (or an `exports` entry of --json), never the exit code.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from pav.errors import PavError
 from pav.judging import Judge, Rejudged, chosen_profile
+from pav.reporting import metrics_export, pushgateway
 from pav.results import HostRecord, TestResult, count_statuses, verdict_of
 from pav.thresholds.profiles import known_profiles, profile_path
 
@@ -34,6 +37,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="judge by thresholds/NAME.yml (or auto: by the recorded GPUs) instead of the run's own profile",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print one JSON object (docs/thresholds.md)")
+    parser.add_argument(
+        "--metrics-textfile", type=Path, metavar="DIR",
+        help="write the recorded run's metrics (its results.json as recorded, not the new judgement) to "
+        "DIR/pav-ENV.prom for node_exporter, as the run itself does (written, then renamed)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pushgateway", metavar="URL",
+        help="push the recorded run's metrics (as recorded) to this Prometheus pushgateway, as the run does",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,15 +76,29 @@ class Rejudgement:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.pushgateway is not None and (bad := pushgateway.check_url(args.pushgateway)):
+            raise PavError(f"--pushgateway: {bad}")
         found = rejudge(args.run, args.profile)
     except PavError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    exports = reexport(found.file, args.metrics_textfile, args.pushgateway)
     if args.json:
-        print(json.dumps(found.to_dict(), indent=2))
+        extra = {"exports": [e.to_dict() for e in exports]} if exports else {}
+        print(json.dumps(found.to_dict() | extra, indent=2))
     else:
         print(render(found), end="")
+        for e in exports:
+            print(f"metrics: {e.to} {e.where}{'' if e.ok else ' FAILED'}: {e.detail}")
     return EXIT_PASS if found.verdict == "PASS" else EXIT_FAIL
+
+
+def reexport(file: Path, textfile: Path | None, url: str | None) -> list[metrics_export.Export]:
+    """The recorded run's metrics as it recorded them (its verdict, its time): a textfile or a push that
+    was lost, sent again. The new judgement is printed, never exported: the record is the run's."""
+    if textfile is None and url is None:
+        return []
+    return metrics_export.export(_read(file), textfile, url)
 
 
 def rejudge(path: Path, profile: str | None = None) -> Rejudgement:

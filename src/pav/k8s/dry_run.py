@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pav import rundir
+from pav import plan, rundir
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
 from pav.k8s import provision, stages
@@ -44,5 +44,6 @@ def dry_run(ctx: RunContext) -> int:
     ]
     lines.append(f"manifests ({len(written)}, policy-checked): {ctx.run_dir / 'manifests'}")
     lines += [f"  {p.name}" for p in written]
+    lines += plan.after_report(ctx)
     print("\n".join(lines), flush=True)
     return 0

@@ -54,6 +54,10 @@ class Job:
     # host: every pod tests its own node alone (results per node); cluster: one world across every node
     scope: str = "cluster"
     gates_of: str = ""  # the catalog's: judge by another test's gates
+    # --recheck: the nodes the job may run on (a required node affinity on their names) and the taints it
+    # tolerates there (the tool's own and a cordon's); empty on any other run.
+    node_names: list[str] = field(default_factory=list)
+    tolerations: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass

@@ -7,11 +7,12 @@ from pathlib import Path
 from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
-from pav.k8s import jobs, provision, render
+from pav.k8s import jobs, marking, provision, render
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.policy import check_manifest
 from pav.ownership import clear_leftover
+from pav.stages import report
 
 MANAGED = "app.kubernetes.io/managed-by=provision-and-validate"
 
@@ -22,6 +23,7 @@ def manifests(ctx: RunContext) -> tuple[list[render.Job], list[render.Manifest]]
     planned = render.plan_jobs(
         ctx.inputs.tests, config, env, ctx.inputs.hosts, ctx.results.run_id, ctx.inputs.timeouts.for_test
     )
+    planned = marking.pin(ctx, planned)  # only with --recheck: each job on the nodes that failed its test
     labels = render.job_labels(ctx.results.run_id, "payload")
     return planned, render.render(planned, config.namespace, labels)
 
@@ -108,6 +110,13 @@ def collect_stage(ctx: RunContext) -> str:
     k8s_ttl_seconds_after_finished); this records what came back."""
     pods = sorted({h for launch in ctx.launches for h in launch.hosts})
     return f"results of {len(ctx.launches)} job(s) from {len(pods)} pod(s) under hosts/; raw logs under k8s/"
+
+
+def report_stage(ctx: RunContext) -> str:
+    """The report, then --on-fail taint or --recheck's return of nodes (never raising): the verdict first."""
+    detail = report.run(ctx)
+    marking.after_report(ctx)
+    return detail
 
 
 def teardown_stage(ctx: RunContext) -> str:

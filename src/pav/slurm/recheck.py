@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
-from pav.reporting import bad_parts
-from pav.slurm.drain import is_ours
+from pav.reporting.marks import is_ours, passed
+
+__all__ = ["Node", "Plan", "parse_nodes", "passed", "plan", "tests_of"]
 
 # scontrol show node --oneliner: Reason=TEXT [USER@TIME] where the node has a reason.
 REASON = re.compile(r"\bReason=(.*?) \[[^\]@\s]+@[^\]\s]+\]")
@@ -67,17 +67,3 @@ def plan(nodes: list[Node], host_of: dict[str, str]) -> Plan:
         else:
             out.tests[host], out.reasons[host] = tests_of(node.reason), node.reason
     return out
-
-
-def passed(host: str, tests: tuple[str, ...], results: dict[str, Any]) -> tuple[bool, str]:
-    """(True, why) where every test the host failed passed on it now and no bad part names it."""
-    named = [p for p in bad_parts.find(results) if host in p.hosts]
-    if named:
-        return False, f"still failing: {named[0].line()}"
-    status = {
-        t.get("name"): t.get("status") for t in results.get("tests") or [] if host in (t.get("hosts") or [])
-    }
-    missing = [t for t in tests if status.get(t) != "pass"]
-    if missing:
-        return False, "not passed again: " + ", ".join(f"{t} {status.get(t, 'not run')}" for t in missing)
-    return True, f"passed {', '.join(tests)}"

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from tests.k8s.apiserver import builtin
+from tests.k8s.apiserver import builtin, scheduler
 from tests.k8s.apiserver.controller import Controller
 from tests.k8s.apiserver.handler import Handler
 from tests.k8s.apiserver.mpijob import MPIJobController
@@ -41,6 +41,7 @@ class ApiServer:
         self.requests: list[str] = []
         nodes = gpus_per_node if gpus_per_node is not None else {"gpu-node-0": 8, "gpu-node-1": 8}
         builtin.install(self.store)
+        scheduler.install(self.store)  # before the nodes: a node written cordoned gets its taint
         for name in ("default", "kube-system"):
             self.store.put(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         for name, gpus in nodes.items():

@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.k8s.apiserver.pods import POD
 from tests.k8s.apiserver.resources import Resource
+from tests.k8s.apiserver.scheduler import feasible
 from tests.k8s.apiserver.store import Store
 
 
@@ -98,7 +99,15 @@ class Controller:
                 self.store.delete(POD, pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     def create_pod(self, meta: dict[str, Any], spec: dict[str, Any]) -> None:
-        """The scheduler's part: pods go round-robin onto the nodes."""
-        spec.setdefault("nodeName", self.nodes[len(self.created) % len(self.nodes)])
+        """The scheduler's part: pods go round-robin onto the nodes that take them (scheduler.feasible);
+        a pod none takes stays Pending, Unschedulable."""
+        pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        if "nodeName" not in spec:
+            fits, why = feasible(self.store, spec, self.nodes)
+            if fits:
+                spec["nodeName"] = fits[len(self.created) % len(fits)]
+            else:
+                unscheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+                pod["status"] = {"phase": "Pending", "conditions": [{**unscheduled, "message": why}]}
         self.created.add(meta["name"])
-        self.store.put(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+        self.store.put(POD, pod)

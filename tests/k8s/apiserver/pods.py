@@ -33,6 +33,8 @@ class Kubelet:
         self.store, self.root, self.logs = store, root, logs
         self.threads: list[threading.Thread] = []
         self.stopping = False
+        # FOR TESTING: nodes whose pods fail as on a node with a dead GPU (the container exits 1 at once).
+        self.broken: set[str] = set()
         store.hooks.append(self._on_write)
 
     def stop(self) -> None:
@@ -52,6 +54,10 @@ class Kubelet:
         root = self.root / ns / name
         mounts = self._volumes(ns, spec, root)
         main = spec["containers"][0]
+        if spec.get("nodeName") in self.broken:
+            self.logs[f"{name}/{main['name']}"] = f"FOR TESTING: node {spec['nodeName']} is broken\n"
+            self._status(ns, name, "Failed", rc=1)
+            return
         command = [*(main.get("command") or []), *(main.get("args") or [])]
         if Path(command[0]).name not in ("bash", "sh") or "sshd" in " ".join(command):
             self._status(ns, name, "Running", running=True)

@@ -1,0 +1,125 @@
+"""--on-fail taint and --recheck on a k8s run (pav.k8s.taint does the kubectl work).
+
+After the report, --on-fail taint cordons, taints and annotates each node the FAIL's bad parts name. With
+--recheck, after provision: the tool's tainted nodes and the tests each failed narrow the run (each test's
+job runs only on the nodes that failed it, tolerating the tool's taint and the cordon); after the report,
+each node whose tests all passed again is untainted and uncordoned, the others stay. Nodes marked by anyone
+else are listed, never touched. Never raises past its step: each node's outcome is an entry of results.json
+`actions` and a summary line; the verdict and the exit code stay the run's.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from pav import run_inputs
+from pav.context import RunContext
+from pav.errors import PavError
+from pav.k8s import provision, taint
+from pav.k8s.kubectl import Kubectl
+from pav.k8s.render import Job
+from pav.reporting import marks
+
+RECHECKED = ("validate", "collect")  # stages with nothing to do when no node is the tool's
+
+
+def kubectl(ctx: RunContext) -> Kubectl:
+    """Nodes are cluster-scoped: the namespace is the jobs' only so kubectl has one."""
+    return Kubectl(provision.kubeconfig_path(ctx.env), ctx.settings.k8s.namespace)
+
+
+def after_report(ctx: RunContext) -> None:
+    """--on-fail taint, or --recheck's return of the nodes that passed; neither without its flag."""
+    if ctx.options.recheck:
+        _guarded(ctx, taint.RECHECK, _untaint_passed)
+    elif ctx.options.on_fail == "taint":
+        _guarded(ctx, taint.ACTION, _taint)
+
+
+def _guarded(ctx: RunContext, action: str, step: Callable[[RunContext], None]) -> None:
+    try:
+        step(ctx)
+    except Exception as exc:  # a bug must not cost the teardown after it
+        with (ctx.run_dir / "driver-error.txt").open("a") as out:
+            out.write(f"{action}:\n" + traceback.format_exc() + "\n")
+        note = f"internal error: {exc!r}; see driver-error.txt (no node was changed by it)"
+        ctx.results.actions.append({"action": action, "host": "", "ok": False, "detail": note})
+
+
+def _taint(ctx: RunContext) -> None:
+    planned = taint.plan(ctx.results.to_dict())
+    if not planned:
+        return
+    kube = kubectl(ctx)
+    ctx.results.actions += [taint.mark(kube, t, ctx.results.run_id).to_dict() for t in planned]
+
+
+# -- --recheck -------------------------------------------------------------------------------------------
+def select(ctx: RunContext) -> None:
+    """After provision: the tool's tainted nodes become the run's, each with the tests it failed."""
+    if not ctx.options.recheck:
+        return
+    try:
+        found = taint.find(kubectl(ctx).json("get", "nodes"))
+    except PavError as exc:
+        raise PavError(f"--recheck: could not list the nodes ({exc}); check the kubeconfig") from None
+    for node, how in found.others.items():
+        ctx.results.actions.append(_entry(node, (), "", f"left alone: {how} by someone else"))
+    for node, tests in found.tests.items():
+        entry = _entry(node, tests, found.reasons[node], f"rechecking {', '.join(tests)}")
+        ctx.results.actions.append({**entry, "cordoned_by_pav": found.cordoned[node]})
+    _narrow(ctx, found.tests)
+
+
+def _narrow(ctx: RunContext, tests: dict[str, tuple[str, ...]]) -> None:
+    if not tests:
+        ctx.options.stages = tuple(s for s in ctx.options.stages if s not in RECHECKED)
+        return
+    names = tuple(dict.fromkeys(t for node_tests in tests.values() for t in node_tests))
+    chosen = replace(ctx.options, tests=names, hosts=len(tests))
+    ctx.inputs = run_inputs.resolve(ctx.env, chosen, ctx.settings)
+
+
+def pin(ctx: RunContext, jobs: list[Job]) -> list[Job]:
+    """With --recheck: each test's job on the nodes that failed it alone, tolerating the tool's taint and
+    the cordon (the scheduler keeps every other pod off them); a test no node failed is dropped."""
+    if not ctx.options.recheck or ctx.options.dry_run:  # a dry run finds no nodes: it shows every job
+        return jobs
+    wanted = _rechecked(ctx)
+    out = []
+    for job in jobs:
+        nodes = [n for n, tests in wanted.items() if job.test in tests]
+        if nodes:
+            tolerations = [dict(t) for t in taint.RECHECK_TOLERATIONS]
+            out.append(replace(job, workers=len(nodes), node_names=nodes, tolerations=tolerations))
+    return out
+
+
+def _rechecked(ctx: RunContext) -> dict[str, list[str]]:
+    return {a["host"]: a["tests"] for a in ctx.results.actions if a["action"] == taint.RECHECK and a["tests"]}
+
+
+def _untaint_passed(ctx: RunContext) -> None:
+    mine = [a for a in ctx.results.actions if a["action"] == taint.RECHECK and a["tests"] and a["ok"] is None]
+    results = ctx.results.to_dict()
+    for act in mine:
+        if ctx.results.verdict not in ("PASS", "FAIL"):
+            ok, why = False, f"the recheck run ended {ctx.results.verdict}"
+        else:
+            ok, why = marks.passed(act["host"], tuple(act["tests"]), results)
+        if not ok:
+            act["detail"] = f"kept tainted: {why}"
+            continue
+        try:
+            done = taint.unmark(kubectl(ctx), act["host"], bool(act.get("cordoned_by_pav")))
+            act["ok"], act["detail"] = True, f"returned: {why}; {done}"
+        except PavError as exc:
+            act["ok"], act["detail"] = False, f"{why}, but returning it failed: {exc}; {taint.FIX}"
+
+
+def _entry(node: str, tests: tuple[str, ...], reason: str, detail: str) -> dict[str, Any]:
+    return {"action": taint.RECHECK, "host": node, "reason": reason, "tests": list(tests), "ok": None,
+            "detail": detail}  # fmt: skip

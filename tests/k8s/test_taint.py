@@ -1,0 +1,265 @@
+"""--on-fail taint and --recheck on Kubernetes (pav.k8s.taint, pav.k8s.marking) through the real kubectl
+against the API-server double, which plays the control plane's part in a cordon (the unschedulable taint)
+and the scheduler's filters (taints, cordon, node affinity).
+
+The pipeline test makes a node fail the double's way (api.kubelet.broken: its pods die at once, as on a node
+whose GPU is gone) and runs a test-only CPU test on each node (fault_gloo_k8s, PAV_FAULT_TESTS=1)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pav import catalog
+from pav.context import Options
+from pav.k8s import marking, render, taint
+from pav.k8s.config import load_config
+from pav.k8s.kubectl import Kubectl
+from pav.reporting import marks
+from pav.slurm import drain
+from tests.conftest import assert_one_line_error, run_cli
+from tests.driver.contexts import context
+from tests.driver.test_slurm_drain import failing, gate
+from tests.driver.test_slurm_drain import run as results_of
+from tests.k8s.apiserver import ApiError, ApiServer, scheduler
+from tests.k8s.test_kubectl import install_pytorchjob_crd
+
+NODE_PATCH = "PATCH /api/v1/nodes/"
+INVENTORY = Path(__file__).parents[2] / "inventories" / "nebius-eu-k8s"
+
+
+@pytest.fixture
+def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiServer]:
+    with ApiServer(tmp_path / "api", {f"gpu-node-{i}": 8 for i in range(5)}) as server:
+        monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "api" / "kube-cache"))
+        yield server
+
+
+def kubectl(api: ApiServer, *args: str) -> None:
+    subprocess.run(["kubectl", "--kubeconfig", str(api.kubeconfig), *args], check=True, env=api.env())
+
+
+def node(api: ApiServer, name: str) -> dict[str, Any]:
+    return next(o for o in api.objects("nodes") if o["metadata"]["name"] == name)
+
+
+def taint_keys(api: ApiServer, name: str) -> list[str]:
+    return sorted(t["key"] for t in (node(api, name).get("spec") or {}).get("taints") or [])
+
+
+def test_slurm_and_kubernetes_mark_the_same_parts() -> None:
+    """Both come from pav.reporting.marks: the hosts a FAIL's bad parts name, each with one reason."""
+    gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
+    multi = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
+    results = results_of([gemm, multi], suspects=("c",))
+    planned = marks.plan(results)
+    assert [(m.host, m.tests) for m in planned] == [
+        ("b", ("gpu_gemm",)),
+        ("c", ("torch_gloo_collectives_multi",)),
+    ]
+    assert [(t.node, t.reason) for t in taint.plan(results)] == [(m.host, m.reason) for m in planned]
+    assert [(d.host, d.reason) for d in drain.plan(results)] == [(m.host, m.reason) for m in planned]
+    assert taint.plan(results_of([gemm], verdict="ERROR")) == []
+    assert taint.value(("gpu_gemm", "x")) == "gpu_gemm"
+
+
+def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
+    """Narrowed to the tool's nodes and their tests; each job pinned by node name, tolerating the tool's
+    taint and the cordon; a run that finds none of its nodes skips validate and collect."""
+    ctx = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
+    wanted = {"n1": ("torch_nccl_allreduce", "nccl_tests_all_reduce"), "n2": ("nccl_tests_all_reduce",)}
+    for node, tests in wanted.items():
+        ctx.results.actions.append(marking._entry(node, tests, f"pav r1: host x [{','.join(tests)}]", ""))
+    marking._narrow(ctx, wanted)
+    assert [s.name for s in ctx.inputs.tests] == ["torch_nccl_allreduce", "nccl_tests_all_reduce"]
+    assert ctx.inputs.hosts == 2
+    jobs = render.plan_jobs(
+        ctx.inputs.tests, load_config(INVENTORY), {}, ctx.inputs.hosts, "r2", lambda _: 60
+    )
+    pinned = {j.test: (j.workers, j.node_names) for j in marking.pin(ctx, jobs)}
+    assert pinned == {"torch_nccl_allreduce": (1, ["n1"]), "nccl_tests_all_reduce": (2, ["n1", "n2"])}
+    for manifest in render.render(marking.pin(ctx, jobs), "pav"):  # policy-checked as any run's
+        specs = manifest.body.get("spec", {}).get("pytorchReplicaSpecs") or {}
+        for replica in specs.values():
+            pod = replica["template"]["spec"]
+            terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n1"]
+            assert [t["key"] for t in pod["tolerations"]] == [
+                "nvidia.com/gpu",
+                taint.KEY,
+                taint.UNSCHEDULABLE,
+            ]
+    empty = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
+    marking._narrow(empty, {})
+    assert "validate" not in empty.options.stages and "report" in empty.options.stages
+    assert catalog.CATALOG["torch_nccl_allreduce"].scope == "host"
+
+
+def test_a_node_is_cordoned_tainted_annotated_then_returned(api: ApiServer) -> None:
+    kube = Kubectl(api.kubeconfig, "pav")
+    version = int(node(api, "gpu-node-1")["metadata"]["resourceVersion"])
+    marked = taint.mark(
+        kube, taint.Taint("gpu-node-1", "pav r1: GPU 3 x < 5 [gpu_gemm]", ("gpu_gemm",)), "r1"
+    )
+    assert marked.ok, marked.detail
+    live = node(api, "gpu-node-1")
+    assert live["spec"]["unschedulable"] is True
+    assert int(live["metadata"]["resourceVersion"]) > version  # each PATCH a new version, as the server's
+    assert taint_keys(api, "gpu-node-1") == [scheduler.UNSCHEDULABLE, taint.KEY]  # the cordon's, as real
+    assert {t["key"]: t.get("value") for t in live["spec"]["taints"]}[taint.KEY] == "gpu_gemm"
+    ann = live["metadata"]["annotations"]
+    assert (ann[taint.RUN], ann[taint.TESTS], ann[taint.CORDONED]) == ("r1", "gpu_gemm", "r1")
+    assert ann[taint.REASON] == "pav r1: GPU 3 x < 5 [gpu_gemm]"
+    assert [r for r in api.requests if r.startswith(NODE_PATCH)] == [
+        f"{NODE_PATCH}gpu-node-1?fieldManager=kubectl-annotate",  # merge patch of metadata.annotations
+        f"{NODE_PATCH}gpu-node-1",  # cordon: strategic merge patch of spec.unschedulable
+        f"{NODE_PATCH}gpu-node-1?fieldManager=kubectl-taint&fieldValidation=Strict",  # spec.taints
+    ]
+    found = taint.find(kube.json("get", "nodes"))
+    assert found.tests == {"gpu-node-1": ("gpu_gemm",)} and found.cordoned == {"gpu-node-1": True}
+    assert taint.unmark(kube, "gpu-node-1", cordoned_by_us=True) == f"untainted {taint.KEY}, uncordoned"
+    live = node(api, "gpu-node-1")
+    assert not live["spec"].get("unschedulable") and taint_keys(api, "gpu-node-1") == []
+    assert live["metadata"].get("annotations") == {}
+
+
+def test_nodes_others_marked_are_listed_and_a_node_cordoned_first_stays_cordoned(api: ApiServer) -> None:
+    kube = Kubectl(api.kubeconfig, "pav")
+    kubectl(api, "cordon", "gpu-node-2")
+    kubectl(api, "taint", "nodes", "gpu-node-3", "maintenance=fan:NoSchedule")
+    kubectl(api, "taint", "nodes", "gpu-node-4", f"{taint.KEY}=by-hand:NoSchedule")  # our key, no annotation
+    kubectl(api, "taint", "nodes", "gpu-node-0", "nvidia.com/gpu=present:NoSchedule")  # a GPU node's own
+    found = taint.find(kube.json("get", "nodes"))
+    assert found.tests == {}
+    assert found.others == {
+        "gpu-node-2": "cordoned",
+        "gpu-node-3": "tainted maintenance=fan:NoSchedule",
+        "gpu-node-4": f"tainted {taint.KEY} without the tool's {taint.RUN} annotation, "
+        f"tainted {taint.KEY}=by-hand:NoSchedule",
+    }
+    # Cordoned by an operator before the tool tainted it: a recheck untaints it, the cordon stays theirs.
+    assert taint.mark(kube, taint.Taint("gpu-node-2", "pav r1: host x [t]", ("t",)), "r1").ok
+    found = taint.find(kube.json("get", "nodes"))
+    assert found.tests == {"gpu-node-2": ("t",)} and found.cordoned == {"gpu-node-2": False}
+    assert "left cordoned" in taint.unmark(kube, "gpu-node-2", cordoned_by_us=False)
+    assert node(api, "gpu-node-2")["spec"]["unschedulable"] is True
+
+
+def test_a_node_gone_is_an_outcome_naming_the_step_and_the_fix(api: ApiServer) -> None:
+    marked = taint.mark(Kubectl(api.kubeconfig, "pav"), taint.Taint("gpu-node-9", "pav r1: x", ("t",)), "r1")
+    assert marked.ok is False
+    assert marked.detail.startswith("get: kubectl get node failed") and "NotFound" in marked.detail
+    assert "RBAC verbs get, patch on nodes" in marked.detail
+    assert not [r for r in api.requests if r.startswith(NODE_PATCH)]
+
+
+def test_the_scheduler_keeps_pods_off_cordoned_and_tainted_nodes_unless_they_tolerate_them(
+    api: ApiServer,
+) -> None:
+    kubectl(api, "cordon", "gpu-node-0")
+    kubectl(api, "taint", "nodes", "gpu-node-1", f"{taint.KEY}=t:NoSchedule")
+    names = ["gpu-node-0", "gpu-node-1", "gpu-node-2"]
+    plain: dict[str, Any] = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+    assert scheduler.feasible(api.store, plain, names)[0] == ["gpu-node-2"]
+    pinned = {
+        "tolerations": [*plain["tolerations"], *taint.RECHECK_TOLERATIONS],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                    "values": names[:2]}]}]
+        }}},
+    }  # fmt: skip
+    assert scheduler.feasible(api.store, pinned, names)[0] == names[:2]
+    fits, why = scheduler.feasible(api.store, {}, names[:2])
+    assert fits == [] and "gpu-node-0: node(s) were unschedulable" in why
+
+
+def test_on_fail_is_refused_on_the_platform_it_does_not_act_on(tmp_path: Path) -> None:
+    run = run_cli("--on-fail", "taint", "--dry-run", "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(run, "--on-fail taint", "platform k8s", "use --on-fail drain on platform hosts")
+    run = run_cli("--on-fail", "drain", "--platform", "k8s", "--dry-run", "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(run, "--on-fail drain", "platform hosts", "use --on-fail taint on platform k8s")
+
+
+SETTINGS = """\
+pav_platform: k8s
+pav_hosts: 3
+pav_tests: [fault_gloo_k8s]
+pav_test_timeout_s: 120
+nccl_env_fabric: socket
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("k8s-pods")
+def test_a_fail_taints_its_nodes_and_a_recheck_returns_the_one_that_passes(
+    tmp_path: Path, api: ApiServer
+) -> None:
+    """Five nodes: 3 and 4 marked by an operator (the scheduler keeps the run off them), 0, 1 and 2 broken.
+    A FAIL without the flag patches no node; with --on-fail taint it taints 0 and 1, and node 2, whose
+    PATCH the server forbids, is a FAILED summary line with the verdict and exit unchanged. Node 0 is
+    repaired: --recheck runs the test on 0 and 1 alone, returns 0, keeps 1, lists 3 and 4."""
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text("all:\n  hosts: {}\n")
+    (inventory / "group_vars" / "all.yml").write_text(SETTINGS)
+    install_pytorchjob_crd(api)
+    kubectl(api, "cordon", "gpu-node-3")
+    kubectl(api, "taint", "nodes", "gpu-node-4", "maintenance=fan:NoSchedule")
+    api.kubelet.broken.update({"gpu-node-0", "gpu-node-1", "gpu-node-2"})
+    env = {**api.env(), "KUBECONFIG": str(api.kubeconfig), "PAV_FAULT_TESTS": "1"}
+
+    def run(name: str, *flags: str) -> tuple[int, dict[str, Any], str]:
+        got = run_cli("--inventory", str(inventory / "hosts.yml"), "--run-dir", str(tmp_path / name),
+                      "--stages", "validate,collect,report", *flags, env=env)  # fmt: skip
+        results = json.loads((tmp_path / name / "results.json").read_text())
+        return got.rc, results, got.stdout + got.stderr
+
+    before = len(api.requests)
+    rc, results, out = run("plain")
+    assert (rc, results["verdict"], results["actions"]) == (1, "FAIL", []), out[-3000:]
+    assert not [r for r in api.requests[before:] if r.startswith(NODE_PATCH)]  # no flag, no change
+
+    def forbid(resource: Any, live: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        if resource.kind == "Node" and new["metadata"]["name"] == "gpu-node-2":
+            raise ApiError(403, "Forbidden", 'nodes "gpu-node-2" is forbidden: user cannot patch nodes')
+
+    api.store.validators.append(forbid)
+    rc, results, out = run("taint", "--on-fail", "taint")
+    assert (rc, results["verdict"]) == (1, "FAIL"), out[-3000:]
+    outcome = {a["host"]: a["ok"] for a in results["actions"]}
+    assert outcome == {"gpu-node-0": True, "gpu-node-1": True, "gpu-node-2": False}
+    summary = (tmp_path / "taint" / "summary.txt").read_text()
+    assert "k8s taint FAILED: gpu-node-2: annotate: " in summary and "Forbidden" in summary
+    for name in ("gpu-node-0", "gpu-node-1"):
+        assert taint_keys(api, name) == [scheduler.UNSCHEDULABLE, taint.KEY]
+        assert node(api, name)["metadata"]["annotations"][taint.RUN] == results["run_id"]
+    assert taint_keys(api, "gpu-node-2") == [] and not node(api, "gpu-node-2")["metadata"].get("annotations")
+    assert taint_keys(api, "gpu-node-3") == [scheduler.UNSCHEDULABLE]
+    assert taint_keys(api, "gpu-node-4") == ["maintenance"]
+
+    api.store.validators.remove(forbid)
+    api.kubelet.broken.discard("gpu-node-0")
+    rc, results, out = run("recheck", "--recheck")
+    assert (rc, results["verdict"]) == (1, "FAIL"), out[-3000:]
+    ran = {(t["hosts"][0], t["status"]) for t in results["tests"]}
+    assert ran == {("gpu-node-0", "pass"), ("gpu-node-1", "error")}  # the tainted nodes alone
+    acts = {a["host"]: (a["ok"], a["detail"]) for a in results["actions"]}
+    assert acts["gpu-node-0"][0] is True and acts["gpu-node-0"][1].startswith(
+        "returned: passed fault_gloo_k8s"
+    )
+    assert acts["gpu-node-1"][0] is None and acts["gpu-node-1"][1].startswith("kept tainted: still failing")
+    assert acts["gpu-node-3"] == (None, "left alone: cordoned by someone else")
+    assert acts["gpu-node-4"] == (None, "left alone: tainted maintenance=fan:NoSchedule by someone else")
+    assert "gpu-node-2" not in acts
+    assert taint_keys(api, "gpu-node-0") == [] and not node(api, "gpu-node-0")["spec"].get("unschedulable")
+    assert taint_keys(api, "gpu-node-1") == [scheduler.UNSCHEDULABLE, taint.KEY]
+    assert taint_keys(api, "gpu-node-3") == [scheduler.UNSCHEDULABLE]
+    assert taint_keys(api, "gpu-node-4") == ["maintenance"]
+    (manifest,) = (tmp_path / "recheck" / "manifests").glob("*pytorchjob*")
+    text = manifest.read_text()
+    assert '["gpu-node-0", "gpu-node-1"]' in text and f'"key": "{taint.KEY}"' in text
