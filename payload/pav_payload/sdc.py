@@ -110,7 +110,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LOCAL_GPU",
         help="FOR TESTING ONLY: this local GPU (its local rank) flips one element of one repetition",
     )
-    parser.add_argument("--inject-sdc-rep", type=int, default=1, help="FOR TESTING ONLY: that repetition")
+    parser.add_argument(
+        "--inject-sdc-rep", type=int, default=1, help="FOR TESTING ONLY: that repetition; -1: every one"
+    )
 
 
 def deterministic_env() -> None:
@@ -148,7 +150,7 @@ def check(device: torch.device, cfg: SdcConfig, local_rank: int, label: str) -> 
         kept: dict[str, torch.Tensor] = {}  # the first result of each distinct digest
         for rep in range(cfg.reps):
             out = _chain(x, weights)
-            if local_rank == cfg.inject_gpu and rep == cfg.inject_rep:
+            if local_rank == cfg.inject_gpu and cfg.inject_rep in (rep, -1):
                 _flip_one(out)
             digest = digest_of(out)
             digests.append(digest)
