@@ -112,8 +112,8 @@ def test_a_new_uncorrectable_ecc_error_fails_naming_the_minute() -> None:
     test = judged(rank_report(0, STEADY), rank_report(1, STEADY, ecc_at={7: 2}))
     assert test.status == "fail"
     assert (
-        "GPU 1 (00000000:28:00.0, GPU-0001-uuid): 2 new uncorrectable ECC errors during the burn-in by minute 4"
-        in (test.reason)
+        "GPU 1 (00000000:28:00.0, GPU-0001-uuid): 2 new uncorrectable ECC errors during the burn-in "
+        "by minute 4" in test.reason
     )
 
 
