@@ -65,7 +65,7 @@ def burn_in_checks(metrics: dict[str, Any], labels: dict[str, str]) -> list[dict
     out: list[Check] = []
     for key in sorted(gpus, key=_order):
         series = gpus[key]
-        label = labels.get(key) or _label(key, (metrics.get("gpu") or {}).get(key))
+        label = labels.get(key) or _label(key, (metrics.get("gpu") or {}).get(key), series.get("device_type"))
         out += gpu_checks(key, series, label, best, labels)
     return [c.record() for c in out]
 
@@ -161,7 +161,10 @@ def _minute(t_s: Any) -> str:
     return f"minute {int(float(t_s or 0) // 60) + 1}"
 
 
-def _label(key: str, ident: Any) -> str:
+def _label(key: str, ident: Any, device_type: Any) -> str:
+    """Without the host's facts: as the payload saw the GPU (a CPU rank of a test on CPUs by its rank)."""
+    if device_type == "cpu":
+        return f"local rank {key} (CPU)"
     ident = ident if isinstance(ident, dict) else {}
     ids = ", ".join(str(x) for x in (ident.get("pci_bus_id"), ident.get("uuid")) if x)
     return f"GPU {key} ({ids})" if ids else f"GPU {key}"
