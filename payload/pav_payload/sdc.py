@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import ctypes
 import hashlib
 import math
@@ -259,11 +260,21 @@ def _flip_one(out: torch.Tensor) -> None:
 @contextmanager
 def _deterministic() -> Iterator[None]:
     """Deterministic algorithms and no TF32 for the check alone: a suite's later tests get theirs back."""
-    before = (torch.are_deterministic_algorithms_enabled(), torch.backends.cuda.matmul.allow_tf32)
+    before = (torch.are_deterministic_algorithms_enabled(), _tf32())
     torch.use_deterministic_algorithms(True)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    _set_tf32(False)
     try:
         yield
     finally:
         torch.use_deterministic_algorithms(before[0])
-        torch.backends.cuda.matmul.allow_tf32 = before[1]
+        _set_tf32(before[1])
+
+
+def _tf32() -> bool:
+    return bool(getattr(torch.backends.cuda.matmul, "allow_tf32", False))
+
+
+def _set_tf32(on: bool) -> None:
+    # A torch that retired the flag for fp32_precision keeps TF32 off by default: nothing to undo then.
+    with contextlib.suppress(AttributeError, RuntimeError):
+        torch.backends.cuda.matmul.allow_tf32 = on
