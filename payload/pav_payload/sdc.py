@@ -261,13 +261,23 @@ def _flip_one(out: torch.Tensor) -> None:
 def _deterministic() -> Iterator[None]:
     """Deterministic algorithms and no TF32 for the check alone: a suite's later tests get theirs back."""
     before = (torch.are_deterministic_algorithms_enabled(), _tf32())
-    torch.use_deterministic_algorithms(True)
+    _set_deterministic(True)
     _set_tf32(False)
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(before[0])
+        _set_deterministic(before[0])
         _set_tf32(before[1])
+
+
+def _set_deterministic(on: bool) -> None:
+    """torch.use_deterministic_algorithms, without its import of torch._inductor (seconds of a CPU per rank,
+    and only compiled code reads inductor's flag: this runs none). The C flag is the one eager ops obey."""
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None:
+        torch.use_deterministic_algorithms(on)
+    else:
+        setter(on)
 
 
 def _tf32() -> bool:
