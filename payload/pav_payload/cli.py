@@ -4,6 +4,7 @@ under torchrun."""
 import argparse
 import sys
 
+from pav_payload import burn, sdc
 from pav_payload.bandwidth import OPS
 from pav_payload.collectives import DTYPES, run_collectives
 from pav_payload.gpu_facts import print_facts
@@ -119,6 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--iters", type=int, default=10, help="timed repeats; the median is reported")
     probe.add_argument("--test-id", default="probe")
     probe.set_defaults(handler=run_probe, kind="probe")
+
+    burn_in = commands.add_parser(
+        "burn",
+        parents=[common],
+        help="burn-in: sustained bf16 GEMM and HBM load per GPU, NVML sampled, SDC at start and end",
+    )
+    burn.add_arguments(burn_in)
+    burn_in.add_argument("--test-id", default="gpu_burn")
+    burn_in.set_defaults(handler=burn.run_burn, kind="burn")
+
+    check = commands.add_parser(
+        "sdc", parents=[common], help="silent data corruption: a seeded GEMM chain, bitwise equal everywhere"
+    )
+    sdc.add_arguments(check)
+    check.add_argument("--test-id", default="sdc_check")
+    check.set_defaults(handler=sdc.run_sdc, kind="sdc")
 
     # Not a runner subcommand: no rank report, one JSON object on stdout (the torch_payload role reads it).
     facts = commands.add_parser(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pav.errors import PavError
@@ -89,6 +89,11 @@ class TestSpec:
     slurm_check_per_node: bool = False
     # reporting/compare.py prints its time_us per op and size beside the busbw table (a latency sweep).
     latency_table: bool = False
+    # A burn-in (pav_payload burn): its length comes from --burn-in / pav_burn_in_s (with_burn_in), its
+    # per-GPU time series are judged by the burn-in gates (thresholds/burn_in.py), the report plots them.
+    burn_in: bool = False
+    # Runs the SDC check (pav_payload sdc.py): the FOR TESTING fault PAV_FAULT_SDC_GPU reaches it.
+    sdc: bool = False
 
     @property
     def payload(self) -> str:
@@ -103,6 +108,9 @@ class TestSpec:
 
 
 K8S_KINDS = {"torchrun": "PyTorchJob", "nccl_tests": "MPIJob"}
+# The SDC check's bitwise equality needs cuBLAS's deterministic workspace, set before CUDA starts (a suite
+# of its own: the other tests keep cuBLAS's default); GPUs numbered as NVML numbers them.
+SDC_ENV = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 def k8s_job_kind(spec: TestSpec) -> str:
@@ -211,6 +219,28 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("probe",),
             procs=1,  # it starts a process per GPU itself (probe_workers.py), then measures each pair alone
+        ),
+        TestSpec(
+            "gpu_burn",
+            "burn-in (--burn-in): bf16 GEMM and HBM load on every GPU, NCCL all_reduce checks, NVML sampled, "
+            "SDC at start and end; per-GPU gates on the time series",
+            "torchrun",
+            "host",
+            True,
+            ("burn",),
+            env=SDC_ENV,
+            burn_in=True,
+            sdc=True,
+        ),
+        TestSpec(
+            "sdc_check",
+            "silent data corruption: a seeded GEMM chain on each GPU, bitwise equal over repeats and GPUs",
+            "torchrun",
+            "host",
+            True,
+            ("sdc",),
+            env=SDC_ENV,
+            sdc=True,
         ),
         TestSpec(
             "train_gpu_single",
@@ -354,6 +384,11 @@ CATALOG: dict[str, TestSpec] = {
     )
 }
 
+# The burn-in test --burn-in adds to a run.
+BURN_IN = "gpu_burn"
+# FOR TESTING ONLY: the local GPU (its local rank) whose SDC check flips one element (docs/thresholds.md).
+SDC_FAULT_ENV = "PAV_FAULT_SDC_GPU"
+
 # The per-GPU probe: its figures are the per-GPU and per-pair gates' (thresholds/derive.py, relative.py)
 # and the report's GPU grid.
 PROBE = "gpu_probe"
@@ -363,6 +398,9 @@ DEFAULT_TESTS = ("torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce"
 
 # FOR TESTING ONLY (tests/faults): launches that hang until their timeout. Known only with PAV_FAULT_TESTS=1.
 HANG = (*gloo("all_reduce", "1K"), "--inject-hang")
+CPU_SDC = ("--sdc-n", "32", "--sdc-layers", "3", "--sdc-reps", "4")
+CPU_BURN = ("--window-s", "1", "--sample-s", "0.5", "--gemm-n", "64", "--hbm-mib", "1",
+            "--allreduce-mib", "0.01", *CPU_SDC)  # fmt: skip
 EXIT = (*gloo("all_reduce", "1K"), "--inject-exit", "1")
 FAULT_TESTS: dict[str, TestSpec] = {
     spec.name: spec
@@ -376,6 +414,29 @@ FAULT_TESTS: dict[str, TestSpec] = {
             "host",
             False,
             EXIT,
+        ),
+        # CPU flavours of the burn-in and the SDC check (gloo, fp32, tiny sizes), judged by the real ones'
+        # gates: the driver end to end on a machine without GPUs.
+        TestSpec(
+            "fault_burn_cpu",
+            "FOR TESTING: gpu_burn on CPU ranks",
+            "torchrun",
+            "host",
+            False,
+            ("burn", "--backend", "gloo", *CPU_BURN),
+            gates_of="gpu_burn",
+            burn_in=True,
+            sdc=True,
+        ),
+        TestSpec(
+            "fault_sdc_cpu",
+            "FOR TESTING: sdc_check on CPU ranks",
+            "torchrun",
+            "host",
+            False,
+            ("sdc", "--backend", "gloo", *CPU_SDC),
+            gates_of="sdc_check",
+            sdc=True,
         ),
         TestSpec(
             "fault_rank_exit_multi",
@@ -434,7 +495,25 @@ def select(names: list[str], where: str = "pav_tests") -> list[TestSpec]:
     selection from the run's inputs (tests/driver/test_run_inputs.py holds the tree to it)."""
     refuse_unknown(names, where)
     known = _known()
-    return [known[n] for n in names]
+    return [_with_sdc_fault(known[n]) for n in names]
+
+
+def with_burn_in(specs: list[TestSpec], seconds: int) -> list[TestSpec]:
+    """The run's tests with a burn-in of `seconds` (> 0): each burn-in test selected runs that long, and
+    gpu_burn joins the run where none was selected."""
+    if not any(s.burn_in for s in specs):
+        specs = [*specs, _with_sdc_fault(CATALOG[BURN_IN])]
+    return [replace(s, args=(*s.args, "--duration-s", str(seconds))) if s.burn_in else s for s in specs]
+
+
+def _with_sdc_fault(spec: TestSpec) -> TestSpec:
+    """FOR TESTING ONLY: with PAV_FAULT_SDC_GPU=N in the driver's environment, every SDC check of the run
+    flips one element on local GPU N (PAV_FAULT_SDC_REP: of that repetition, default 1), so it must FAIL."""
+    gpu = os.environ.get(SDC_FAULT_ENV, "")
+    if not spec.sdc or not gpu.strip():
+        return spec
+    rep = os.environ.get("PAV_FAULT_SDC_REP", "1")
+    return replace(spec, args=(*spec.args, "--inject-sdc-gpu", gpu.strip(), "--inject-sdc-rep", rep.strip()))
 
 
 # Slurm's own checks (launcher "slurm"), run first in catalog order whenever the launcher is slurm.

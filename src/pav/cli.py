@@ -17,6 +17,7 @@ from pav.options import ON_FAIL
 from pav.reporting import pushgateway, timings
 from pav.results import RunResults
 from pav.settings import PLATFORMS, load_settings
+from pav.units import parse_duration
 
 EXIT_HELP = (
     "exit codes: 0 PASS, 1 FAIL, 2 could not run (bad input, unreachable host, missing tool), "
@@ -78,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="limit of every test launch, killed on the host past it "
         "(overrides pav_test_timeout_s and pav_test_timeouts_s)",
+    )
+    p.add_argument(
+        "--burn-in",
+        metavar="DURATION",
+        help="add the gpu_burn test, this long: 300, 300s, 5m, 1h; 0 for none (overrides pav_burn_in_s; "
+        "docs/thresholds.md, Burn-in)",
     )
     p.add_argument(
         "--launcher",
@@ -160,6 +167,15 @@ def parse_stages(text: str) -> tuple[str, ...]:
     return chosen
 
 
+def _burn_in(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise PavError(f"--burn-in: {exc}") from None
+
+
 def make_context(args: argparse.Namespace) -> RunContext:
     env: EnvSpec = custom_env(args.inventory) if args.inventory else resolve_env(args.env or "local")
     if args.hosts is not None and args.hosts < 1:
@@ -200,6 +216,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         pushgateway=args.pushgateway,
         on_fail=args.on_fail,
         recheck=args.recheck,
+        burn_in_s=_burn_in(args.burn_in),
     )
     settings = load_settings(env.inventory_dir, options.extra_vars, provisions=env.provisions)
     if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:

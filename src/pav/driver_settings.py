@@ -29,6 +29,7 @@ class Settings:
     test_timeout_s: int = 900
     test_timeouts_s: dict[str, int] = field(default_factory=dict)  # per test, over test_timeout_s
     cpu_procs_per_host: int = 2
+    burn_in_s: int = 0  # seconds of burn-in (the gpu_burn test); 0: none (--burn-in overrides)
     remote_dir: str = "/var/tmp/pav"
     rdzv_port: int = 29400
     hosts: int = 3  # hosts an env that provisions creates (--hosts overrides)
@@ -77,6 +78,8 @@ def settings_from(data: dict[str, Any], source: str, base: Settings | None = Non
             raise PavError(f"{source}: pav_test_timeouts_s.{name} must be a positive number of seconds")
     if settings.test_timeout_s <= 0 or settings.cpu_procs_per_host <= 0:
         raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")
+    if settings.burn_in_s < 0:
+        raise PavError(f"{source}: pav_burn_in_s must be 0 (no burn-in) or a number of seconds")
     if settings.platform not in PLATFORMS:
         raise PavError(f"{source}: pav_platform must be {' or '.join(PLATFORMS)}, got {settings.platform!r}")
     return settings

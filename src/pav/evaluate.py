@@ -12,6 +12,7 @@ from pav.nccl_tests import record as nccl_record
 from pav.nccl_tests.grade import grade as nccl_grade
 from pav.nccl_tests.parse import op_from_name, parse_text
 from pav.results import TestResult
+from pav.thresholds.burn_series import summarize_burn, summarize_sdc
 from pav.thresholds.gate import Gate
 
 TIMEOUT_RCS = {124, 137}
@@ -187,6 +188,10 @@ def summarize(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         out.update(_train_summary(ranks))
     elif first.get("kind") == "probe":  # one process measured every GPU of its host
         out.update({k: v for k, v in first.get("metrics", {}).items() if k != "sizes"})
+    elif first.get("kind") == "burn":
+        out.update(summarize_burn(ranks))
+    elif first.get("kind") == "sdc":
+        out.update(summarize_sdc(ranks))
     elif first.get("kind") == "slurm_check":
         out["mismatches"] = sum(int(r.get("metrics", {}).get("mismatches", 0)) for r in ranks)
     return out

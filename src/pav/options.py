@@ -33,3 +33,4 @@ class Options:
     pushgateway: str | None = None  # --pushgateway URL: a Prometheus pushgateway
     on_fail: str | None = None  # --on-fail drain|taint: drain (Slurm) or taint (k8s) the nodes a FAIL names
     recheck: bool = False  # --recheck: re-run the tool's marked nodes' tests, return those that pass
+    burn_in_s: int | None = None  # --burn-in DURATION, in seconds (over pav_burn_in_s); 0: none

@@ -40,6 +40,7 @@ class RunInputs:
     timeouts: Timeouts
     profile: str  # the threshold profile as chosen: auto or a name (the run's Judge resolves auto, once)
     isolate: bool  # pav_isolate: a failing multi-host test may be re-run on pairs of hosts
+    burn_in_s: int = 0  # --burn-in / pav_burn_in_s: the burn-in tests' length; 0: none
 
     def spec(self, test: str) -> TestSpec | None:
         """A selected test's spec; None for a result no selected test gave (gpu_health)."""
@@ -68,7 +69,8 @@ def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
     platform = options.platform or settings.platform
     launcher = options.launcher or settings.launcher
     _check_on_fail(options.on_fail, platform)
-    tests = _tests(options, settings, f"pav_tests of {where}", platform, launcher)
+    burn_in_s = settings.burn_in_s if options.burn_in_s is None else options.burn_in_s
+    tests = _burn_in(_tests(options, settings, f"pav_tests of {where}", platform, launcher), burn_in_s)
     catalog.refuse_unknown(list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where}")
     if settings.threshold_profile != "auto":
         try:
@@ -81,9 +83,10 @@ def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
         launcher=launcher,
         hosts=settings.hosts if options.hosts is None else options.hosts,
         apply_tuning=settings.apply_tuning if options.apply_tuning is None else options.apply_tuning,
-        timeouts=_timeouts(options, settings),
+        timeouts=_with_burn_in(_timeouts(options, settings), tests, burn_in_s),
         profile=settings.threshold_profile,
         isolate=settings.isolate,
+        burn_in_s=burn_in_s,
     )
 
 
@@ -97,6 +100,26 @@ def _check_on_fail(action: str | None, platform: str) -> None:
         f"--on-fail {action} acts on platform {ON_FAIL.get(action, '?')} nodes, but this run's platform is "
         f"{platform}: {instead}"
     )
+
+
+def _burn_in(tests: tuple[TestSpec, ...], seconds: int) -> tuple[TestSpec, ...]:
+    """The burn-in's tests: none without a duration (a burn-in test selected then stops the run)."""
+    if seconds > 0:
+        return tuple(catalog.with_burn_in(list(tests), seconds))
+    chosen = [s.name for s in tests if s.burn_in]
+    if chosen:
+        raise PavError(
+            f"{', '.join(chosen)} is a burn-in and needs its length: --burn-in 5m (or pav_burn_in_s: 300)"
+        )
+    return tests
+
+
+def _with_burn_in(timeouts: Timeouts, tests: tuple[TestSpec, ...], seconds: int) -> Timeouts:
+    """A burn-in test's limit grows by the burn-in: the limit covers its start, its checks and the end."""
+    if seconds <= 0:
+        return timeouts
+    grown = {s.name: timeouts.for_test(s.name) + seconds for s in tests if s.burn_in}
+    return Timeouts(timeouts.default_s, MappingProxyType({**timeouts.per_test, **grown}))
 
 
 def _tests(

@@ -1,4 +1,5 @@
-"""Byte sizes as nccl-tests and the profiles write them: 8G is 8 GiB (binary units, as -b/-e read them)."""
+"""Byte sizes as nccl-tests and the profiles write them: 8G is 8 GiB (binary units, as -b/-e read them);
+durations as --burn-in takes them: 300, 300s, 5m, 1h."""
 
 from __future__ import annotations
 
@@ -24,3 +25,17 @@ def size_label(size: int) -> str:
         if size >= _UNITS[unit] and size % _UNITS[unit] == 0:
             return f"{size // _UNITS[unit]}{unit}"
     return f"{size}B"
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.IGNORECASE)
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+def parse_duration(value: Any) -> int:
+    """Whole seconds from an int or a string like 300, 300s, 5m, 1.5h."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a duration (seconds, or a number with s, m or h: 300s, 5m, 1h)")
+    return round(float(match.group(1)) * _SECONDS[match.group(2).lower()])

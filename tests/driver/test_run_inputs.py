@@ -25,8 +25,9 @@ SRC = ROOT / "src" / "pav"
 INPUTS_MODULE = SRC / "run_inputs.py"
 # The settings a flag overrides: read from ctx.inputs, never from the settings, outside the inputs module.
 OVERRIDDEN = {"tests", "platform", "launcher", "test_timeout_s", "test_timeouts_s", "apply_tuning", "hosts",
-              "threshold_profile", "isolate"}  # fmt: skip
-FLAGS = {"tests", "platform", "launcher", "test_timeout_s", "hosts", "apply_tuning"}  # Options' of those
+              "threshold_profile", "isolate", "burn_in_s"}  # fmt: skip
+FLAGS = {"tests", "platform", "launcher", "test_timeout_s", "hosts", "apply_tuning",
+         "burn_in_s"}  # Options' of those  # fmt: skip
 READ_FROM_INPUTS = {"settings": OVERRIDDEN, "options": FLAGS}
 
 SETTINGS = """\

@@ -137,6 +137,11 @@ def _derived_fails(gate: dict[str, Any]) -> bool:
 
 def _derived(test: str, gate: dict[str, Any]) -> Figure:
     metric, value, bound = str(gate.get("metric")), _number(gate.get("value")), _number(gate.get("min"))
+    if gate.get("basis") == "burn-in":  # its reason names the GPU and the minute it went wrong
+        cause = causes.figure_cause(str(gate.get("part") or "host"), metric)
+        score = _score(value, bound, _number(gate.get("max")))
+        reason = str(gate.get("reason") or metric).removeprefix(f"{gate.get('part')}: ")  # the line names it
+        return Figure(test, metric, value, "", reason, "problem", cause, score)
     text = f">= {_fmt(bound)}"
     if _number(gate.get("fraction")) is not None and _number(gate.get("limit")) is not None:
         text += f" = {_fmt(gate['fraction'])} x {_fmt(gate['limit'])}"

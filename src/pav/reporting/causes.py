@@ -68,6 +68,21 @@ RULES: tuple[tuple[str, str], ...] = (
 # A bad part's likely cause from its worst figure: (pattern on "PART METRIC", likely cause); first match wins.
 FIGURE_RULES: tuple[tuple[str, str], ...] = (
     (
+        r"burn_in_last_tflops",
+        "the GPU fell behind under sustained load: another process on it (nvidia-smi lists them), cooling "
+        "that saturates (temperature and clocks in the burn-in charts), or a power limit under load",
+    ),
+    (
+        r"burn_in_throttled_windows",
+        "the GPU's clocks were held back by hardware or heat under load: cooling, airflow, a power brake "
+        "(nvidia-smi -q -d PERFORMANCE); the minute it began is in the reason",
+    ),
+    (
+        r"burn_in_new_ecc|burn_in_fault_xids",
+        "the GPU's memory or the GPU itself faulted under load: drain the node, reset the GPU and run the "
+        "burn-in again; a repeat means an RMA (nvidia-smi -q -d ECC,ROW_REMAPPER)",
+    ),
+    (
         r"gemm_bf16_tflops",
         "the GPU computes slower than it should: another process on it (nvidia-smi lists them), clocks held "
         "back (nvidia-smi -q -d PERFORMANCE) or a capped power limit",

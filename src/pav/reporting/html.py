@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pav.reporting import bad_parts, causes, gpu_grid, history, plots
+from pav.reporting import bad_parts, burn_plots, causes, gpu_grid, history, plots
 from pav.reporting.changes import tuning_line
 from pav.units import size_label
 
@@ -67,6 +67,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "busbw": plots.busbw_figures(results),
         "cross_check": results.get("cross_check") or [],
         "training": plots.training_figures(results),
+        "burn_in": burn_plots.burn_in_figures(results),
         "training_rows": plots.training_rows(results),
         "history": results.get("history") or {},
         "history_note": history.too_few(results.get("history") or {}),

@@ -1,5 +1,5 @@
 """The per-GPU metrics of a run (pav.reporting.metrics): each GPU's identity, its verdict, and the probe's
-figures per GPU and per GPU pair, in base units."""
+figures per GPU and per GPU pair (and the burn-in's per GPU), in base units."""
 
 from __future__ import annotations
 
@@ -34,6 +34,13 @@ PER_GPU = {
     "hbm_copy_gbps": PerGpu("pav_gpu_memory_copy_bytes_per_second", "device memory copy (read + write)", GB),
     "h2d_gbps": PerGpu(*HOST_COPY, GB, (("direction", "host_to_device"),)),
     "d2h_gbps": PerGpu(*HOST_COPY, GB, (("direction", "device_to_host"),)),
+    # The burn-in (gpu_burn): where each GPU ended, and how low its clock went on the way.
+    "burn_in_last_tflops": PerGpu(
+        "pav_gpu_burn_in_gemm_flops_per_second", "bf16 matrix multiply in the burn-in's last window", TERA
+    ),
+    "burn_in_sm_mhz_min": PerGpu(
+        "pav_gpu_burn_in_sm_clock_min_hertz", "lowest SM clock NVML read during the burn-in", 1e6
+    ),
 }
 PAIRS = ("p2p_gbps", "pav_gpu_peer_copy_bytes_per_second", "copy from the GPU to its peer_gpu")
 

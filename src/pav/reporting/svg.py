@@ -88,6 +88,38 @@ def size_chart(chart: Chart) -> str:
     return _svg(parts, chart.title)
 
 
+def time_chart(chart: Chart, x_label: str = "minutes into the burn-in") -> str:
+    """Lines over a linear axis (x in minutes), one per series, with each gate as a horizontal line."""
+    xs = sorted({x for s in chart.series for x, _ in s.points})
+    if not xs:
+        return ""
+    lo, span = xs[0], (xs[-1] - xs[0]) or 1.0
+    ymax = _nice_max([y for s in chart.series for _, y in s.points] + [g.value for g in chart.gates])
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def px(x: float) -> float:
+        return LEFT + (x - lo) / span * plot_w
+
+    def py(y: float) -> float:
+        return TOP + plot_h - (y / ymax) * plot_h
+
+    parts = _frame(chart.title, chart.y_label, ymax, py)
+    for i in range(6):
+        x = lo + span * i / 5
+        parts.append(_text(px(x), TOP + plot_h + 16, _fmt(round(x, 1)), "middle", 11))
+    parts.append(_text(LEFT + plot_w / 2, HEIGHT - 6, x_label, "middle", 11))
+    parts += _gates(chart.gates, py, None)
+    for s in chart.series:
+        pts = sorted((px(x), py(y)) for x, y in s.points)
+        d = " ".join(f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(pts))
+        parts.append(
+            f'<path class="series" d="{d}" fill="none" stroke="{s.colour}" stroke-width="2">'
+            f"<title>{escape(s.label)}</title></path>"
+        )
+        parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{s.colour}"/>' for x, y in pts]
+    return _svg(parts, chart.title)
+
+
 def bar_chart(title: str, y_label: str, bars: list[Bar], gates: list[GateLine] | None = None) -> str:
     """One bar per value, labelled under it; gates as horizontal lines."""
     if not bars:

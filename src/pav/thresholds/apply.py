@@ -13,6 +13,7 @@ from typing import Any
 
 from pav.catalog import PROBE, spec_of
 from pav.results import HostRecord, TestResult
+from pav.thresholds.burn_in import burn_in_checks
 from pav.thresholds.derive import (
     Derived,
     DerivedGate,
@@ -43,7 +44,12 @@ def derive_hosts(hosts: dict[str, HostRecord]) -> Derivation:
 
 
 def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profile: str) -> None:
-    """Check each of these tests against its derived gates."""
+    """Check each of these tests against its derived gates, and a burn-in against the burn-in gates (those
+    hold whatever profile was chosen: they compare a GPU with itself and its host, not with a datasheet)."""
+    for test in tests:
+        spec = spec_of(test.name)
+        if spec is not None and spec.burn_in:
+            _judge_burn_in(test, derivation.hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None)
     if chosen_profile == CHOSEN_WITHOUT_GATES:
         return
     hardware = derivation.hardware
@@ -119,6 +125,20 @@ def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) ->
         test.status = "error"
         test.reason = f"no performance gate for {missing[0].metric}: {missing[0].fact}"
         test.reason += f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    if failures:
+        if test.status == "pass":
+            test.status, test.reason = "fail", ""
+        test.reason = "; ".join([r for r in (test.reason, *failures) if r])
+
+
+def _judge_burn_in(test: TestResult, hw: HostHardware | None) -> None:
+    if test.status not in ("pass", "fail"):
+        return  # skipped, or an error that left no series to judge
+    given = given_gpus(hw, test.metrics) if hw is not None else None
+    labels = {g.metric_key: g.label() for g in given.gpus} if given is not None else {}
+    checked = burn_in_checks(test.metrics, labels)
+    test.threshold.setdefault("gates", []).extend(checked)
+    failures = [c["reason"] for c in checked if c["status"] != "pass"]
     if failures:
         if test.status == "pass":
             test.status, test.reason = "fail", ""

@@ -1,0 +1,66 @@
+"""report.html's burn-in charts from a results.json dict: per GPU its TFLOP/s per window with the gate
+against its first window; per host every GPU's lowest SM clock and highest temperature per window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pav.reporting.plots import MEASURED, Figure, _where
+from pav.reporting.svg import PALETTE, Chart, GateLine, Series, time_chart
+from pav.thresholds.burn_in import FRACTION
+
+# (window field, chart title, unit) of the per-host charts.
+HOST_CHARTS = (("sm_mhz_min", "lowest SM clock per window", "MHz"),
+               ("temp_c_max", "highest temperature per window", "°C"))  # fmt: skip
+
+
+def burn_in_figures(results: dict[str, Any]) -> list[Figure]:
+    figures: list[Figure] = []
+    for test in results.get("tests", []):
+        gpus = ((test.get("metrics") or {}).get("burn_in") or {}).get("gpus") or {}
+        if test.get("status") not in MEASURED or not gpus:
+            continue
+        where = _where(test)
+        labels = _labels(test)
+        for position, key in enumerate(sorted(gpus, key=_order)):
+            figures.append(_throughput(where, key, labels.get(key, f"GPU {key}"), gpus[key], position))
+        for field, title, unit in HOST_CHARTS:
+            series = [
+                Series(labels.get(k, f"GPU {k}"), _points(gpus[k], field), PALETTE[i % len(PALETTE)])
+                for i, k in enumerate(sorted(gpus, key=_order))
+            ]
+            series = [s for s in series if s.points]
+            if series:
+                chart = Chart(f"{where} · {test['name']}: {title}", unit, series)
+                figures.append(Figure(chart.title, time_chart(chart), series))
+    return figures
+
+
+def _throughput(where: str, key: str, label: str, gpu: dict[str, Any], position: int) -> Figure:
+    series = [Series(label, _points(gpu, "tflops"), PALETTE[position % len(PALETTE)])]
+    first = gpu.get("first_tflops")
+    gates = [GateLine(FRACTION * first, f"gate {FRACTION:g} x first window")] if first else []
+    chart = Chart(f"{where} · GPU {key}: bf16 GEMM TFLOP/s per window", "TFLOP/s", series, gates)
+    return Figure(chart.title, time_chart(chart), series)
+
+
+def _points(gpu: dict[str, Any], field: str) -> list[tuple[float, float]]:
+    """(minute of the window's end, value): the window's figure is what it measured by then."""
+    return [
+        (float(w["end_s"]) / 60.0, float(w[field]))
+        for w in gpu.get("windows") or []
+        if isinstance(w.get(field), int | float) and isinstance(w.get("end_s"), int | float)
+    ]
+
+
+def _labels(test: dict[str, Any]) -> dict[str, str]:
+    """Each GPU as the gates named it (index, bus id, uuid)."""
+    return {
+        str(g["metric"]).rsplit(".", 1)[1]: str(g["part"])
+        for g in (test.get("threshold") or {}).get("gates") or []
+        if g.get("basis") == "burn-in" and g.get("part") and "." in str(g.get("metric"))
+    }
+
+
+def _order(key: str) -> tuple[int, str]:
+    return (int(key), key) if key.isdigit() else (1 << 30, key)

@@ -1,0 +1,162 @@
+"""The burn-in and the SDC check run for real: torchrun with CPU ranks on gloo (fp32, tiny sizes), the same
+code as on GPUs; plus the comparison and the window bookkeeping in process."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from pav_payload import sdc
+from pav_payload.burn import BurnConfig, Window, attach_samples
+from pav_payload.burn_sampler import Sample, Sampler
+
+from tests.payload.test_payload import TORCHRUN, _load, _run
+
+SDC_SMALL = ("--sdc-n", "32", "--sdc-layers", "3", "--sdc-reps", "4")
+BURN_SMALL = ("--window-s", "1", "--sample-s", "0.5", "--gemm-n", "64", "--hbm-mib", "1",
+              "--allreduce-mib", "0.01", *SDC_SMALL)  # fmt: skip
+
+
+def ranks(out: Path, nproc: int, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    launcher = [str(TORCHRUN), "--standalone", f"--nproc_per_node={nproc}", "-m", "pav_payload"]
+    args = (*args, "--test-id", args[0])
+    proc = _run([*launcher, *args], out)
+    return proc, [_load(out, args, rank) for rank in range(nproc)]
+
+
+# --- in process -------------------------------------------------------------------------------------------
+
+
+def config(**changes: Any) -> sdc.SdcConfig:
+    base = {"n": 16, "layers": 2, "reps": 5, "seed": 3}
+    return sdc.SdcConfig(**(base | changes))
+
+
+def test_sdc_healthy_repetitions_are_bitwise_equal() -> None:
+    result = sdc.check(torch.device("cpu"), config(), 0, "local rank 0 (CPU)")
+    assert result.mismatches == []
+    assert result.distinct == 1
+    assert len(result.digest) == 64
+
+
+def test_sdc_fault_names_the_repetition_and_first_element() -> None:
+    result = sdc.check(torch.device("cpu"), config(inject_gpu=0, inject_rep=3), 0, "GPU 0 (bus, uuid)")
+    assert result.distinct == 2
+    [bad] = result.mismatches
+    assert bad.rep == 3
+    assert bad.element == 16 * 16 // 2 + 7  # where the fault flips
+    assert bad.got != bad.want
+    assert result.reason.startswith("SDC: GPU 0 (bus, uuid): repetition 3 of 5 differs from the majority")
+    assert "element 135 (row 8, column 7)" in result.reason
+
+
+def test_sdc_fault_on_another_gpu_leaves_this_one_clean() -> None:
+    assert sdc.check(torch.device("cpu"), config(inject_gpu=1), 0, "GPU 0").mismatches == []
+
+
+def test_sdc_same_seed_same_digest_other_seed_other() -> None:
+    one = sdc.check(torch.device("cpu"), config(), 0, "a").digest
+    assert sdc.check(torch.device("cpu"), config(), 0, "b").digest == one
+    assert sdc.check(torch.device("cpu"), config(seed=4), 0, "c").digest != one
+
+
+def test_first_difference_is_bitwise() -> None:
+    want = torch.tensor([0.0, 1.0, 2.0])
+    got = torch.tensor([-0.0, 1.0, 2.0])  # equal as numbers, not as bits
+    assert sdc.first_difference(got, want, 0, "x").element == 0
+    assert sdc.first_difference(torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), None, "x").element == 1
+
+
+def test_burn_config_counts_windows_and_refuses_nonsense() -> None:
+    args = dict(duration_s=65.0, window_s=30.0, sample_s=2.0, gemm_n=8, gemm_per_step=1, hbm_mib=1,
+                allreduce_every=2, allreduce_mib=1.0)  # fmt: skip
+    assert BurnConfig(**args).windows == 3
+    assert BurnConfig(**(args | {"duration_s": 60.0})).windows == 2
+    import argparse
+
+    with pytest.raises(ValueError, match="must be > 0"):
+        BurnConfig.from_args(argparse.Namespace(**(args | {"window_s": 0.0})))
+
+
+def test_samples_fold_into_their_windows() -> None:
+    windows = [Window(0, 0.0, 30.0, 700.0, 3000.0, 10), Window(1, 30.0, 60.0, 690.0, 3000.0, 10)]
+    samples = [
+        Sample(0.0, 1980, 40, 690.0, ["sw_power_cap"], 0, 2),
+        Sample(29.0, 1800, 60, 700.0, [], 0, 2),
+        Sample(31.0, 1700, 70, 699.0, ["hw_thermal_slowdown"], 1, 3),
+        Sample(60.2, 1750, 71, 650.0, [], 1, 3),  # the stop's sample: the last window's
+    ]
+    attach_samples(windows, samples)
+    assert (windows[0].sm_clock_min_mhz, windows[0].temp_max_c, windows[0].reasons) == (
+        1800,
+        60,
+        ("sw_power_cap",),
+    )
+    assert (windows[1].sm_clock_min_mhz, windows[1].temp_max_c) == (1700, 71)
+    assert windows[1].reasons == ("hw_thermal_slowdown",)
+    assert (windows[1].ecc_uncorrected, windows[1].ecc_corrected) == (1, 3)
+
+
+def test_sampler_on_a_cpu_rank_records_why_nothing_was_read() -> None:
+    sampled = Sampler(None, 0.1, 1.0, 0.0).start().stop()
+    assert sampled.samples == []
+    assert sampled.nvml == "no GPU: a CPU rank has nothing to sample"
+
+
+# --- torchrun, CPU ranks ----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # real payload processes (torchrun)
+def test_burn_windows_on_two_cpu_ranks(tmp_path: Path) -> None:
+    proc, reports = ranks(tmp_path, 2, "burn", "--duration-s", "3", *BURN_SMALL)
+    assert proc.returncode == 0, proc.stderr
+    for rank, report in enumerate(reports):
+        m = report["metrics"]
+        assert report["status"] == "pass" and report["kind"] == "burn"
+        assert [w["index"] for w in m["windows"]] == [0, 1, 2]
+        assert all(w["tflops"] > 0 and w["steps"] > 0 for w in m["windows"])
+        assert m["windows"][-1]["end_s"] >= 2.9  # windows end at their deadlines from the start
+        assert m["allreduce_checks"] == 2 and m["wrong_total"] == 0  # every 2nd window and the last
+        assert m["sdc_mismatches"] == 0 and m["sdc"]["start"]["digest"] == m["sdc"]["end"]["digest"]
+        assert list(m["gpu"]) == [str(rank)]
+        assert m["nvml"].startswith("no GPU")
+    assert reports[0]["metrics"]["sdc"]["start"]["digest"] == reports[1]["metrics"]["sdc"]["start"]["digest"]
+
+
+@pytest.mark.slow  # real payload processes (torchrun)
+def test_sdc_fault_fails_the_named_rank_only(tmp_path: Path) -> None:
+    proc, reports = ranks(tmp_path, 2, "sdc", *SDC_SMALL, "--inject-sdc-gpu", "1")
+    assert proc.returncode == 1
+    assert reports[0]["status"] == "pass"
+    assert reports[1]["status"] == "fail"
+    assert reports[1]["reason"].startswith("SDC: local rank 1 (CPU): repetition 1 of 4 differs")
+    assert reports[1]["metrics"]["sdc"]["mismatches"][0]["element"] == 32 * 32 // 2 + 7
+
+
+@pytest.mark.slow  # real payload processes (torchrun)
+def test_sdc_gpu_wrong_every_time_is_the_hosts_minority(tmp_path: Path) -> None:
+    """Consistent on itself, different from the others: only the comparison across GPUs sees it."""
+    proc, reports = ranks(tmp_path, 3, "sdc", *SDC_SMALL, "--inject-sdc-gpu", "2", "--inject-sdc-rep", "-1")
+    assert proc.returncode == 1
+    assert [r["status"] for r in reports] == ["pass", "pass", "fail"]
+    assert "its result differs from the majority of the host's 3 cpu GPUs (rank 0)" in reports[2]["reason"]
+
+
+@pytest.mark.slow  # real payload processes (torchrun)
+def test_sdc_two_gpus_disagreeing_have_no_majority(tmp_path: Path) -> None:
+    proc, reports = ranks(tmp_path, 2, "sdc", *SDC_SMALL, "--inject-sdc-gpu", "1", "--inject-sdc-rep", "-1")
+    assert proc.returncode == 1
+    assert "no majority among the host's 2 cpu GPUs" in reports[1]["reason"]
+
+
+@pytest.mark.slow  # real payload processes (torchrun)
+def test_burn_sdc_fault_names_start_and_end(tmp_path: Path) -> None:
+    proc, reports = ranks(tmp_path, 2, "burn", "--duration-s", "1", *BURN_SMALL, "--inject-sdc-gpu", "0")
+    assert proc.returncode == 1
+    assert reports[0]["status"] == "fail" and reports[1]["status"] == "pass"
+    assert reports[0]["metrics"]["sdc_mismatches"] == 2
+    assert "(the SDC check at the burn-in's start)" in reports[0]["reason"]
+    assert "(the SDC check at the burn-in's end)" in reports[0]["reason"]
