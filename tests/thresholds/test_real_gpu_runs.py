@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pav.commands.judge import Rejudgement, rejudge
+from pav.reporting import bad_parts
+from pav.results import HostRecord, TestResult
+from pav.thresholds.apply import apply_derived, derive_hosts
+from pav.thresholds.burn_series import summarize_burn, summarize_sdc
 from pav.thresholds.derive import PER_GPU, derive_host
 from pav.thresholds.hardware import read_hardware
+from pav.thresholds.sdc_parts import sdc_problems
 from tests.conftest import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -198,6 +203,28 @@ def test_a_real_burn_in_names_the_gpu_that_fell_and_the_minute_and_the_gpu_that_
     assert sdc_said in sdc.reason and sdc_said in burn.reason
     assert "at element 8388615 (row 2048, column 7)" in sdc.reason
     assert X2A_GPU1 not in sdc.reason
+
+
+def test_the_bad_parts_of_a_real_burn_in_name_each_gpu_not_the_host() -> None:
+    """As a live run's Judge sees them (the series folded from the rank reports, the derived and burn-in
+    gates applied): GPU 1, which fell at minute 3, and GPU 0, which computed wrong in both tests."""
+    data = json.loads((BURN_IN_HOG / "results.json").read_text())
+    hosts = {n: HostRecord(n, facts=h["facts"]) for n, h in data["hosts"].items()}
+    tests = []
+    for raw in data["tests"][:2]:
+        folder = BURN_IN_HOG / "hosts" / "localhost" / "results" / raw["name"]
+        ranks = [json.loads(p.read_text()) for p in sorted(folder.glob("*.rank*.json"))]
+        fold = summarize_burn if raw["name"] == "gpu_burn" else summarize_sdc
+        tests.append(TestResult(raw["name"], raw["hosts"], "fail", raw["reason"], fold(ranks), {}))
+    apply_derived(tests, derive_hosts(hosts), "auto")
+    parts = {p.part: p for p in bad_parts.find({"tests": [asdict(t) for t in tests]})}
+    assert sorted(parts) == sorted([X2A_GPU0, X2A_GPU1]), [p.line() for p in parts.values()]
+    assert parts[X2A_GPU0].tests == ("gpu_burn", "sdc_check")
+    said = "SDC: repetition 1 of 10 differs from the majority of its 10 repetitions at element 8388615"
+    assert parts[X2A_GPU0].worst.source.startswith(said), parts[X2A_GPU0].worst
+    assert "silent data corruption" in parts[X2A_GPU0].worst.cause
+    assert "minute 3" in parts[X2A_GPU1].worst.source
+    assert sdc_problems(tests[0].metrics, {})[0]["problem"].endswith("(2 of 2 SDC checks)")
 
 
 def test_a_real_healthy_burn_in_keeps_its_series() -> None:

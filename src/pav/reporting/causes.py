@@ -114,6 +114,8 @@ FIGURE_RULES: tuple[tuple[str, str], ...] = (
 )
 # gpu_health's problems, by what the problem says.
 PROBLEM_RULES: tuple[tuple[str, str], ...] = (
+    (r"^SDC: ", "silent data corruption: the GPU computed another result from the same inputs; drain it and "
+     "run the vendor's diagnostics (dcgmi diag -r 4), replace it if they or a re-run agree"),
     (r"NVLink link \d+ down", "an NVLink link down: reset the GPU; a link that stays down is a board or "
      "NVSwitch fault (nvidia-smi nvlink -s)"),
     (r"PCIe link trained", "a bad riser, slot or seating (nvidia-smi -q -d PCIE)"),

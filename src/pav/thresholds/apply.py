@@ -25,6 +25,7 @@ from pav.thresholds.derive import (
 )
 from pav.thresholds.hardware import HostHardware, given_gpus, read_hardware
 from pav.thresholds.relative import relative_gates
+from pav.thresholds.sdc_parts import sdc_problems
 
 CHOSEN_WITHOUT_GATES = "gpu-correctness"
 
@@ -48,8 +49,10 @@ def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profil
     hold whatever profile was chosen: they compare a GPU with itself and its host, not with a datasheet)."""
     for test in tests:
         spec = spec_of(test.name)
+        hw = derivation.hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None
         if spec is not None and spec.burn_in:
-            _judge_burn_in(test, derivation.hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None)
+            _judge_burn_in(test, hw)
+        _name_sdc_parts(test, hw)
     if chosen_profile == CHOSEN_WITHOUT_GATES:
         return
     hardware = derivation.hardware
@@ -134,15 +137,28 @@ def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) ->
 def _judge_burn_in(test: TestResult, hw: HostHardware | None) -> None:
     if test.status not in ("pass", "fail"):
         return  # skipped, or an error that left no series to judge
-    given = given_gpus(hw, test.metrics) if hw is not None else None
-    labels = {g.metric_key: g.label() for g in given.gpus} if given is not None else {}
-    checked = burn_in_checks(test.metrics, labels)
+    checked = burn_in_checks(test.metrics, _labels(test, hw))
     test.threshold.setdefault("gates", []).extend(checked)
     failures = [c["reason"] for c in checked if c["status"] != "pass"]
     if failures:
         if test.status == "pass":
             test.status, test.reason = "fail", ""
         test.reason = "; ".join([r for r in (test.reason, *failures) if r])
+
+
+def _name_sdc_parts(test: TestResult, hw: HostHardware | None) -> None:
+    """The GPU an SDC check caught, as the test's problem (the bad parts name it, not the host)."""
+    if test.status != "fail":
+        return
+    found = sdc_problems(test.metrics, _labels(test, hw))
+    if found:
+        test.threshold["problems"] = [*test.threshold.get("problems", []), *found]
+
+
+def _labels(test: TestResult, hw: HostHardware | None) -> dict[str, str]:
+    """The host's GPUs as health.py names them, keyed as the test's metrics key them."""
+    given = given_gpus(hw, test.metrics) if hw is not None else None
+    return {g.metric_key: g.label() for g in given.gpus} if given is not None else {}
 
 
 def _profile_metrics(test: TestResult) -> set[str]:

@@ -63,7 +63,14 @@ def gpu_series(metrics: dict[str, Any]) -> dict[str, Any]:
         "new_ecc_uncorrected": max(ecc_unc) - ecc_unc[0] if ecc_unc else None,
         "new_ecc_corrected": max(ecc_cor) - ecc_cor[0] if ecc_cor else None,
         "fault_xids": sum(1 for x in xids if x.get("xid") in FATAL_XIDS),
+        "sdc": [_sdc(c) for c in (metrics.get("sdc") or {}).values() if isinstance(c, dict)],
     }
+
+
+def _sdc(check: dict[str, Any]) -> dict[str, Any]:
+    """An SDC check at the burn-in's start or end, without its digest: what names the GPU that differed."""
+    keep = ("reps", "distinct", "mismatch_count", "mismatches")
+    return {k: check[k] for k in keep if k in check}
 
 
 def summarize_sdc(ranks: list[dict[str, Any]]) -> dict[str, Any]:
