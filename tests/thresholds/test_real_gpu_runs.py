@@ -49,6 +49,7 @@ X4_GPU0 = "GPU 0 (00000000:00:06.0, GPU-a9ddd7a0-abad-6e30-4fc3-07bca42e399c)"
 X2_GPU0 = "GPU 0 (00000000:00:06.0, GPU-6daf72bb-bc12-7d7b-83b8-94f910198b52)"
 X2B_GPU1 = "GPU 1 (00000000:00:07.0, GPU-2c8f244f-97f3-52e5-29b6-afd1a36c78db)"
 X2A_GPU1 = "GPU 1 (00000000:00:07.0, GPU-4a6f0d0f-6ae0-aa21-81b4-707267092475)"
+X4A_GPU2 = "GPU 2 (00000000:00:08.0, GPU-e6b71f7a-7935-8f96-938f-f6b12d47262b)"
 X4_BUS = "host: busbw_gbps.all_reduce.8589934592 "  # the host's collectives, named by torch_nccl_allreduce
 NCCL_X4 = ("torch_nccl_allreduce", "nccl_tests_all_reduce")
 CALIBRATION = (
@@ -80,6 +81,10 @@ CALIBRATION = (
     Run("h200x2a-inventory", "PASS"),
     Run("h200x2a-burn-in-healthy", "PASS"),
     Run("h200x2a-burn-in-hog-gpu1-sdc-gpu0", "FAIL", f"{X2A_GPU1}: fell to ", ("gpu_burn", "sdc_check")),
+    # 4x H200 (session 19, asked as nvidia-h100-x4): 90-s burn-ins, as lent, and a hog on GPU 2 from ~45 s
+    # with the SDC fault on GPU 3 (the majority of four GPUs names it).
+    Run("h200x4-burn-in-healthy", "PASS"),
+    Run("h200x4-burn-in-hog-gpu2-sdc-gpu3", "FAIL", f"{X4A_GPU2}: fell to ", ("gpu_burn", "sdc_check")),
     Run("h100x4-split-nvlink", "PASS"),  # two nodes of 2 GPUs, NVLink between them
     Run(
         "h100x4-split-socket",
@@ -225,6 +230,15 @@ def test_the_bad_parts_of_a_real_burn_in_name_each_gpu_not_the_host() -> None:
     assert "silent data corruption" in parts[X2A_GPU0].worst.cause
     assert "minute 3" in parts[X2A_GPU1].worst.source
     assert sdc_problems(tests[0].metrics, {})[0]["problem"].endswith("(2 of 2 SDC checks)")
+
+
+def test_four_real_gpus_name_the_one_that_computed_wrong() -> None:
+    """4x H200: the SDC check names GPU 3 (the fault's), and only it, in both tests."""
+    gpu3 = "SDC: GPU 3 (00000000:00:09.0, GPU-27b12ae9-c259-b133-f719-69fb1036bca9): repetition 1 of 10"
+    found = {r.test.name: r.test for r in rejudge(FIXTURES / "h200x4-burn-in-hog-gpu2-sdc-gpu3").tests}
+    for name in ("gpu_burn", "sdc_check"):
+        assert gpu3 in found[name].reason
+        assert not any(f"SDC: GPU {i} " in found[name].reason for i in (0, 1, 2))
 
 
 def test_a_real_healthy_burn_in_keeps_its_series() -> None:
