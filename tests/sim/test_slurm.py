@@ -24,6 +24,7 @@ MULTI = "torch_gloo_collectives_multi"
 GLOO = "torch_gloo_allreduce"
 HOST_FAULT = "fault_rank_exit"  # on one host: a rank exits 3
 FAULT = "fault_rank_exit_multi"
+BURN, SDC = "fault_burn_cpu", "fault_sdc_cpu"  # gpu_burn and sdc_check on CPU ranks (FOR TESTING)
 
 
 @dataclass
@@ -44,6 +45,8 @@ class SlurmRuns:
     by_hand: CliRun  # a recheck after the fixed node was drained again by hand
     by_hand_dir: Path
     after_by_hand: dict[str, dict[str, str]]
+    burn: CliRun  # the burn-in and the SDC check with the SDC fault
+    burn_dir: Path
 
     def results(self, run_dir: Path) -> dict[str, Any]:
         return json.loads((run_dir / "results.json").read_text())
@@ -76,6 +79,10 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         assert slurm_cluster.first.rc == 0, slurm_cluster.first.stdout + slurm_cluster.first.stderr
         healthy = run_cli(*common, "--run-dir", str(healthy_dir), env=env, timeout=900)  # the env's tests
         daemons = slurm_daemons(slurm_cluster.state)
+        # The burn-in and the SDC check as Slurm jobs (issue 40), the SDC fault on local rank 1 of each host;
+        # no --on-fail: the nodes stay up for the runs after it.
+        burn = run_cli(*common[:-2], "--tests", f"{BURN},{SDC}", "--burn-in", "3s", "--run-dir",
+                       str(base / "burn"), env=env | {"PAV_FAULT_SDC_GPU": "1"}, timeout=600)  # fmt: skip
         failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
         nodes = slurm_nodes(slurm_cluster)
         # Each drain, as the tool writes one, now names a test of one host (the failing run's spans both):
@@ -101,6 +108,7 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
     return SlurmRuns(
         healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state, nodes,
         fixed, before_recheck, rechecked, rechecked_dir, after_recheck, by_hand, by_hand_dir, after_by_hand,
+        burn, base / "burn",
     )  # fmt: skip
 
 
@@ -150,6 +158,20 @@ def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
     assert ran["Unpack the run's job scripts on the host"] == set(results["hosts"]), ran
     assert "Copy the job scripts" not in ran and "Create the run's slurm folder" not in ran
     assert not (runs.healthy_dir / "ansible" / "slurm-jobs.sh").exists()  # the driver removed its copy
+
+
+def test_the_burn_in_and_the_sdc_check_run_as_slurm_jobs_and_name_the_rank(runs: SlurmRuns) -> None:
+    assert runs.burn.rc == 1, runs.burn.stdout + runs.burn.stderr
+    tests = runs.results(runs.burn_dir)["tests"]
+    for test in (t for t in tests if t["name"] in (BURN, SDC)):
+        assert test["status"] == "fail", test
+        assert "SDC: local rank 1 (CPU): repetition 1 of 4 differs" in test["reason"], test["reason"]
+        assert test["slurm"]["job_id"].isdigit(), test["slurm"]
+    burns = [t for t in tests if t["name"] == BURN]
+    assert len(burns) == 2  # one a host
+    for burn in burns:
+        gpus = burn["metrics"]["burn_in"]["gpus"]
+        assert sorted(gpus) == ["0", "1"] and all(len(g["windows"]) == 3 for g in gpus.values()), gpus
 
 
 def test_a_hosts_torch_tests_run_in_one_job(runs: SlurmRuns) -> None:
