@@ -47,9 +47,11 @@ def run_role(tmp_path: Path, api: ApiServer, job_api: str = "v1") -> tuple[int, 
         "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
         "ANSIBLE_NOCOWS": "1",
     }
-    (tmp_path / "extra.yml").write_text(yaml.safe_dump(
+    (tmp_path / "extra.yml").write_text(
+        yaml.safe_dump(
             {"training_operator_kubeconfig": str(api.kubeconfig), "training_operator_job_api": job_api}
-        ))
+        )
+    )
     proc = subprocess.run(
         [
             str(Path(sys.executable).parent / "ansible-playbook"),
@@ -101,7 +103,9 @@ def test_installs_trainer_v2_and_jobset_on_a_fresh_cluster_once_then_changes_not
     assert recap(out)[1:] == (0, 0)
 
 
-def test_installs_the_v1_operators_on_a_fresh_cluster_once_then_changes_nothing(tmp_path: Path, api: ApiServer) -> None:
+def test_installs_the_v1_operators_on_a_fresh_cluster_once_then_changes_nothing(
+    tmp_path: Path, api: ApiServer
+) -> None:
     rc, out = run_role(tmp_path, api)
     assert rc == 0, out[-3000:]
     assert recap(out)[1:] == (2, 0)  # the two namespaces (one task), one apply of both pinned manifests
