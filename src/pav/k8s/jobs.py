@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ SETTLE_S = 60.0
 class PodState:
     name: str
     role: str  # master | worker (PyTorchJob), launcher | worker (MPIJob)
-    phase: str  # Pending | Running | Succeeded | Failed | Unknown
+    phase: str  # Pending | Running | Succeeded | Failed | Unknown | Deleted (gone while it ran)
     reason: str = ""  # why it waits or failed (ImagePullBackOff, OOMKilled, Unschedulable, ...)
     node: str = ""  # the Kubernetes node it was scheduled on
     host: str = ""  # its hostname (spec.hostname, else its name): what an MPI hostfile names it by
@@ -127,10 +128,11 @@ def follow(
     deadline = time.monotonic() + job.timeout_s + GRACE_S
     last = ""
     ended_at: float | None = None
+    seen: dict[str, PodState] = {}
     while True:
         interrupts.raise_if_requested()
         state = job_state(kubectl.json("get", RESOURCE[job.kind], job.name))
-        pods = pod_states(kubectl.json("get", "pods", "-l", pod_selector(job)))
+        pods = remember(seen, pod_states(kubectl.json("get", "pods", "-l", pod_selector(job))))
         line = progress_line(job, state, pods)
         if line != last:
             echo(line)
@@ -145,6 +147,19 @@ def follow(
         if time.monotonic() > deadline:
             return "Timeout", pods
         time.sleep(poll_s)
+
+
+def remember(seen: dict[str, PodState], now: list[PodState]) -> list[PodState]:
+    """Every pod the job had, as last seen: a controller deletes some before the job is collected (JobSet
+    deletes a finished JobSet's active Jobs: the MPI nodes' sshd pods; a failed Job's running pods go), yet
+    they ran on their nodes, and a launcher's per-node files are named by their hostnames."""
+    current = {p.name for p in now}
+    for pod in now:
+        seen[pod.name] = pod
+    for name, pod in seen.items():
+        if name not in current and pod.phase in ("Running", "Pending"):
+            seen[name] = dataclasses.replace(pod, phase=DELETED)
+    return sorted(seen.values(), key=lambda p: (p.role not in ("launcher", "master"), p.name))
 
 
 def pod_selector(job: Job) -> str:
@@ -178,7 +193,10 @@ def nodes_of(pods: list[PodState]) -> dict[str, str]:
     return {key: p.node or p.name for p in pods for key in (p.host or p.name, p.name)}
 
 
-POD_STATUS = {"Succeeded": "ok", "Failed": "failed"}
+# A pod its controller deleted while it ran (a finished JobSet's sshd nodes, a failed Job's other pods) does
+# not fail its node: the pod that failed stays and does.
+DELETED = "Deleted"
+POD_STATUS = {"Succeeded": "ok", "Failed": "failed", DELETED: "ok"}
 
 
 def add_host_records(hosts: dict[str, HostRecord], job: Job, pods: list[PodState]) -> None:
