@@ -46,7 +46,8 @@ def _condition(kind: str, reason: str, message: str) -> dict[str, Any]:
 
 class JobController:
     """kube-controller-manager's Job controller for Indexed Jobs a JobSet made: a pod per completion index,
-    status counts, Complete when every index succeeded, Failed past backoffLimit."""
+    status counts, Complete when every index succeeded, Failed past backoffLimit (its active pods deleted),
+    or with backoffLimitPerIndex once every index has ended and one failed (the others run to their end)."""
 
     def __init__(self, store: Store, nodes: list[str]) -> None:
         self.store, self.nodes = store, nodes
@@ -75,9 +76,13 @@ class JobController:
             "failed": phases.count("Failed"),
         }
         old = (job.get("status") or {}).get("conditions") or []
+        per_index = spec.get("backoffLimitPerIndex") is not None
         if old:
             status["conditions"] = old
-        elif status["failed"] > spec.get("backoffLimit", 6):
+        elif per_index and status["failed"] and not status["active"]:
+            # backoffLimitPerIndex 0, no maxFailedIndexes: the Job fails once every index has ended
+            status["conditions"] = [_condition("Failed", "FailedIndexes", "Job has failed indexes")]
+        elif not per_index and status["failed"] > spec.get("backoffLimit", 6):
             status["conditions"] = [
                 _condition("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
             ]
