@@ -346,7 +346,8 @@ def test_an_rdma_fabric_without_rdma_devices_in_the_pods_is_refused() -> None:
     assert job.rdma_resource == "rdma/rdma_shared_device_a"
 
 
-def test_a_tests_own_timeout_reaches_its_job() -> None:
+@pytest.mark.parametrize("api", [job_api.V1, job_api.TRAINER])
+def test_a_tests_own_timeout_reaches_its_job(api: str) -> None:
     """pav_test_timeouts_s works on k8s as on hosts: the job's deadline is the test's own, else the run's;
     the tests and the timeouts are the run's inputs, as the k8s validate stage plans them."""
     settings = settings_from(
@@ -367,8 +368,14 @@ def test_a_tests_own_timeout_reaches_its_job() -> None:
         2,
         "r1",
         inputs.timeouts.for_test,
+        api=api,
     )
     assert {j.test: j.timeout_s for j in jobs} == {TESTS[0]: 90} | {t: 600 for t in TESTS[1:]}
+    rendered = {m.test: m.body for m in render.render(jobs, "pav") if m.test}
+    deadlines = {
+        t: (b["spec"].get("runPolicy") or b["spec"])["activeDeadlineSeconds"] for t, b in rendered.items()
+    }
+    assert deadlines == {TESTS[0]: 90} | {t: 600 for t in TESTS[1:]}
 
 
 def test_the_mpi_runtime_readies_sshd_and_its_launcher_waits_for_the_nodes(
