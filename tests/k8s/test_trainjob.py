@@ -184,6 +184,19 @@ def test_nccl_tests_go_through_the_mpi_runtime(api: ApiServer, tmp_path: Path) -
         assert (folder / "launcher.rc").read_text().strip() != "0"
 
 
+def test_a_trainjob_past_its_deadline_fails_and_its_pods_go(api: ApiServer) -> None:
+    """activeDeadlineSeconds is the test's timeout: past it the Trainer fails the TrainJob (DeadlineExceeded)
+    and deletes its JobSet, so the driver is not left waiting for pods that never end."""
+    install(api, *TRAINER)
+    job = dataclasses.replace(trainjob("torch_gloo_allreduce", workers=2), timeout_s=2, script="sleep 300")
+    kube = submit(api, job)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    assert state == "Failed" and {p.phase for p in pods} == {"Deleted"}
+    (failed,) = api.objects("trainjobs")[0]["status"]["conditions"]
+    assert (failed["type"], failed["reason"]) == ("Failed", "DeadlineExceeded")
+    assert api.objects("jobsets") == [] and api.objects("pods", "pav") == []
+
+
 def test_deleting_the_run_removes_the_trainjob_and_all_it_made(api: ApiServer) -> None:
     """Teardown's delete names trainjobs (and the v1 kinds only where served); the garbage collector takes
     the JobSet, its Jobs and pods, and the MPI plugin's Secret and hostfile with the TrainJob."""

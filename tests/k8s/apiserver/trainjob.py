@@ -6,7 +6,8 @@ the "node" container of the trainer step), the torch plugin (torch/torch.go: PET
 PET_NODE_RANK from the completion index, PET_MASTER_ADDR `NAME-node-0-0.NAME`, PET_MASTER_PORT 29500), the
 MPI plugin (mpi/mpi.go: the SSH key Secret NAME-mpi-ssh-auth, the hostfile ConfigMap NAME-mpi-hostfile of
 every node pod's DNS name with its slots, their volumes and the OpenMPI variables on the launcher), the
-status (the JobSet's Completed / Failed as Complete / Failed, activeDeadlineSeconds as DeadlineExceeded)."""
+status (the JobSet's Completed / Failed as Complete / Failed; past activeDeadlineSeconds Failed with
+DeadlineExceeded and the JobSet deleted: pkg/controller/trainjob_controller.go's reconcileDeadline)."""
 
 from __future__ import annotations
 
@@ -76,10 +77,12 @@ class TrainJobController:
                 conditions.append({**c, "type": "Complete" if c["type"] == "Completed" else "Failed"})
         deadline = job["spec"].get("activeDeadlineSeconds")
         if deadline and not conditions and time.monotonic() - started > deadline:
-            message = f"TrainJob exceeded its active deadline of {deadline}s"
+            # reconcileDeadline: Failed, and the JobSet deleted (its Jobs and pods with it)
+            message = "TrainJob exceeded its active deadline"
             conditions.append(
                 {"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": message}
             )
+            self.store.delete(jobset_type, meta["namespace"], meta["name"])
         jobs_status = [
             {k: s[k] for k in ("name", "ready", "succeeded", "failed", "active", "suspended")}
             for s in (jobset.get("status") or {}).get("replicatedJobsStatus") or []
