@@ -45,7 +45,7 @@ SETTLE_S = 60.0
 @dataclass(frozen=True)
 class PodState:
     name: str
-    role: str  # master | worker (PyTorchJob), launcher | worker (MPIJob)
+    role: str  # master | worker (PyTorchJob), launcher | worker (MPIJob), node | launcher (TrainJob)
     phase: str  # Pending | Running | Succeeded | Failed | Unknown | Deleted (gone while it ran)
     reason: str = ""  # why it waits or failed (ImagePullBackOff, OOMKilled, Unschedulable, ...)
     node: str = ""  # the Kubernetes node it was scheduled on
