@@ -102,24 +102,25 @@ class TestSpec:
 
     @property
     def k8s_kind(self) -> str:
-        """The Kubeflow job a k8s run submits this test as (GPU torchrun tests: PyTorchJob, nccl-tests:
-        MPIJob); "" for a test the k8s platform cannot run (a CPU test)."""
+        """How a k8s run starts this test, whichever Kubeflow API runs it (pav.k8s.job_api maps it to a
+        kind): "torch" (GPU torchrun tests) or "mpi" (nccl-tests); "" for a test the k8s platform cannot
+        run (a CPU test)."""
         return K8S_KINDS.get(self.launcher, "") if self.needs_gpu else ""
 
 
-K8S_KINDS = {"torchrun": "PyTorchJob", "nccl_tests": "MPIJob"}
+K8S_KINDS = {"torchrun": "torch", "nccl_tests": "mpi"}
 # The SDC check's bitwise equality needs cuBLAS's deterministic workspace, set before CUDA starts (a suite
 # of its own: the other tests keep cuBLAS's default); GPUs numbered as NVML numbers them.
 SDC_ENV = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 def k8s_job_kind(spec: TestSpec) -> str:
-    """The spec's k8s job kind, or the one line that takes a CPU test out of a k8s run: asked when the run's
-    inputs are resolved (before anything is provisioned) and again when jobs are planned."""
+    """The spec's k8s job flavor (torch, mpi), or the one line that takes a CPU test out of a k8s run: asked
+    when the run's inputs are resolved (before anything is provisioned) and again when jobs are planned."""
     if not spec.k8s_kind:
         raise PavError(
             f"test {spec.name} runs through {spec.launcher} on CPUs; the k8s platform runs GPU torchrun "
-            f"tests as PyTorchJob and nccl-tests as MPIJob: take it out of pav_tests"
+            f"tests and nccl-tests only: take it out of pav_tests"
         )
     return spec.k8s_kind
 

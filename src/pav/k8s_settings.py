@@ -17,6 +17,7 @@ K8S_DEFAULTS = TEMPLATES / "defaults.yml"
 PREFIX = "k8s_"
 PRESET = re.compile(r"^(\d+)gpu-(\d+)vcpu-(\d+)gb$")
 CLEAN_POD_POLICIES = ("None", "Running", "All")
+JOB_APIS = ("auto", "trainer", "v1")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class NodeShape:
 class K8sSettings:
     """Each field is the key k8s_<field>, its default in defaults.yml (a test holds both to the same keys)."""
 
+    job_api: str
     namespace: str
     node_preset: str
     cpu_reserved: int
@@ -87,6 +89,9 @@ def k8s_settings_from(data: dict[str, Any], source: str, base: K8sSettings | Non
     settings = replace(base, **changes)
     if settings.clean_pod_policy not in CLEAN_POD_POLICIES:
         raise PavError(f"{source}: k8s_clean_pod_policy must be one of {', '.join(CLEAN_POD_POLICIES)}")
+    if settings.job_api not in JOB_APIS:
+        choices = ", ".join(JOB_APIS)
+        raise PavError(f"{source}: k8s_job_api must be one of {choices}, got {settings.job_api!r}")
     if not 0 < settings.memory_request_fraction <= 1:
         raise PavError(f"{source}: k8s_memory_request_fraction must be above 0 and at most 1")
     try:

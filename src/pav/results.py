@@ -82,6 +82,7 @@ class RunResults:
     actions: list[dict[str, Any]] = field(default_factory=list)  # --on-fail: what was done to which node
     kept_run: dict[str, str] = field(default_factory=dict)  # the run acted on (--run-dir): run_id, run_dir
     reused: str = ""  # --reuse: the run whose kept hosts this run ran on
+    k8s: dict[str, Any] = field(default_factory=dict)  # --platform k8s: job_api (trainer, v1) and its kinds
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

@@ -38,7 +38,8 @@ def collected(run: Run, where: Path, options: Options | None = None) -> RunConte
     for name in WRITTEN:
         (run_dir / name).unlink(missing_ok=True)
     tests = [TestResult(**t) for t in recorded["tests"] if t["name"] != health.NAME]
-    ctx = context(0, options=options or Options(results_root=where / "no-runs"), tests=_names(tests))
+    chosen = options or Options(results_root=where / "no-runs", burn_in_s=_burn_in_s(tests))
+    ctx = context(0, options=chosen, tests=_names(tests))
     ctx.run_dir = run_dir
     ctx.results.env = recorded["env"]
     ctx.hosts = [Host(name, h["address"]) for name, h in recorded["hosts"].items()]
@@ -47,6 +48,15 @@ def collected(run: Run, where: Path, options: Options | None = None) -> RunConte
     }
     ctx.launches = launches(tests, run_dir)
     return ctx
+
+
+def _burn_in_s(tests: list[TestResult]) -> int | None:
+    """A burn-in run's --burn-in, as its gpu_burn recorded it (a burn-in test is refused without one)."""
+    for test in tests:
+        duration = (test.metrics.get("burn_in") or {}).get("duration_s")
+        if duration:
+            return int(duration)
+    return None
 
 
 def _names(tests: list[TestResult]) -> list[str]:

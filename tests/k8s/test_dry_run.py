@@ -4,6 +4,7 @@ gives it, and every manifest it names is written, policy-checked, into the run d
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import fields
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pav.catalog import k8s_job_kind as job_kind
 from pav.context import Options, RunContext
 from pav.envs import resolve_env
 from pav.errors import PavError
+from pav.k8s import job_api
 from pav.k8s.dry_run import dry_run
 from pav.provisioning.nebius import SERVICE_ACCOUNT, TOKEN
 from pav.settings import load_settings
@@ -46,16 +48,18 @@ def test_the_plan_lists_a_job_per_test_and_writes_its_manifests(
     assert "isolate" not in out.split("cluster:")[0]  # a failing node is named by per-node results
     assert f"  Nebius Managed Kubernetes, {k8s_run.options.hosts} GPU node(s)" in out
     assert f"threshold profile: {k8s_run.settings.threshold_profile}\n" in out
+    assert "job API: TrainJob (trainer.kubeflow.org/v1alpha1, Kubeflow Trainer v2) (k8s_job_api: auto;" in out
     jobs = out.split("jobs (")[1].split("manifests (")[0].splitlines()[1:]
     assert [line.split()[-1] for line in jobs] == k8s_run.settings.tests
     for line in jobs:
         spec = catalog.CATALOG[line.split()[-1]]
-        assert line.split()[0] == job_kind(spec)
+        assert line.split()[0] == job_api.kind(job_api.TRAINER, job_kind(spec)) == "TrainJob"
         assert ("per node" if spec.scope == "host" else "across nodes") in line
     listed = out.split("manifests (")[1].split("after the report:")[0].splitlines()[1:]
     written = sorted(p.name for p in (k8s_run.run_dir / "manifests").iterdir())
     assert sorted(name.strip() for name in listed) == written
-    assert len(written) > len(jobs)  # the jobs, and what they mount (the payload's ConfigMap)
+    assert len(written) > len(jobs)  # the jobs, and what they use (the payload's ConfigMap, the runtimes)
+    assert {"00-clustertrainingruntime-torch.yaml", "00-clustertrainingruntime-mpi.yaml"} <= set(written)
     assert out.endswith("after the report:\n  nothing beyond the run dir (--metrics-textfile, --pushgateway, "
                         "--on-fail, --recheck)\n")  # fmt: skip
 
@@ -77,7 +81,21 @@ def test_the_plan_says_where_the_verdict_goes_and_which_nodes_it_marks(
     assert dry_run(k8s_run) == 0
     out = capsys.readouterr().out
     assert "  --recheck: only the nodes this tool tainted, each with the tests it failed; untaint" in out
-    assert out.count("PyTorchJob ") >= 1  # a dry run finds no nodes: it shows every job
+    assert out.count("TrainJob ") >= 1  # a dry run finds no nodes: it shows every job
+
+
+def test_k8s_job_api_v1_plans_pytorchjobs_and_mpijobs(
+    k8s_run: RunContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    k8s_run.settings = dataclasses.replace(
+        k8s_run.settings, k8s=dataclasses.replace(k8s_run.settings.k8s, job_api="v1")
+    )
+    assert dry_run(k8s_run) == 0
+    out = capsys.readouterr().out
+    assert "job API: PyTorchJob / MPIJob (kubeflow.org, the v1 training-operator and MPI operator) " in out
+    jobs = out.split("jobs (")[1].split("manifests (")[0].splitlines()[1:]
+    assert {line.split()[0] for line in jobs} == {"PyTorchJob", "MPIJob"}
+    assert not any("clustertrainingruntime" in p.name for p in (k8s_run.run_dir / "manifests").iterdir())
 
 
 def test_without_credentials_the_plan_says_what_is_missing(
@@ -104,13 +122,12 @@ def test_with_credentials_the_plan_shows_the_variables(
     assert "a-token-for-the-plan" not in out
 
 
-def test_gpu_torchrun_tests_are_pytorchjobs_and_nccl_tests_mpijobs() -> None:
+def test_gpu_torchrun_tests_are_torch_jobs_and_nccl_tests_mpi_jobs() -> None:
     kinds = {name: job_kind(spec) for name, spec in catalog.CATALOG.items() if spec.needs_gpu and
              spec.launcher in ("torchrun", "nccl_tests")}  # fmt: skip
-    assert kinds and set(kinds.values()) == {"PyTorchJob", "MPIJob"}
+    assert kinds and set(kinds.values()) == {"torch", "mpi"}
     assert all(
-        (kind == "MPIJob") == catalog.CATALOG[name].launcher.startswith("nccl")
-        for name, kind in kinds.items()
+        (kind == "mpi") == catalog.CATALOG[name].launcher.startswith("nccl") for name, kind in kinds.items()
     )
 
 
@@ -120,6 +137,6 @@ def test_a_cpu_test_is_refused_naming_the_fix(name: str) -> None:
     with pytest.raises(PavError) as exc:
         job_kind(spec)
     assert str(exc.value) == (
-        f"test {name} runs through {spec.launcher} on CPUs; the k8s platform runs GPU torchrun tests as "
-        "PyTorchJob and nccl-tests as MPIJob: take it out of pav_tests"
+        f"test {name} runs through {spec.launcher} on CPUs; the k8s platform runs GPU torchrun tests and "
+        "nccl-tests only: take it out of pav_tests"
     )

@@ -1,5 +1,7 @@
-"""The rendered manifests, with no cluster: the dry run writes them, Kubernetes' own schemas and the pinned
-CRDs' OpenAPI schemas accept them, and a template that drops what the seeds learned is refused."""
+"""The rendered manifests, with no cluster, under both job APIs (Kubeflow Trainer v2: TrainJob and the tool's
+ClusterTrainingRuntimes; v1: PyTorchJob and MPIJob): the dry run writes them, Kubernetes' own schemas and the
+pinned CRDs' OpenAPI schemas accept them, both APIs give the GPU pods the same spec, and a template that
+drops what the seeds learned is refused."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import yaml
 from pav import catalog, cli, paths, run_inputs
 from pav.envs import resolve_env
 from pav.errors import PavError
-from pav.k8s import render
+from pav.k8s import job_api, render
 from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.policy import check_manifest, problems
@@ -29,9 +31,12 @@ from pav.settings import load_settings, settings_from
 ENV = "nebius-eu-k8s"
 K8S_VERSION = "1.31.0"  # the cluster version the Terraform module defaults to
 FILES = paths.ROLES / "training_operator" / "files"
+TRAINER = FILES / "kubeflow-trainer-v2.3.0" / "trainer.yaml"
 CRDS = {
     "PyTorchJob": FILES / "training-operator-v1.8.1" / "training-operator.yaml",
     "MPIJob": FILES / "mpi-operator-v0.6.0" / "mpi-operator.yaml",
+    "TrainJob": TRAINER,
+    "ClusterTrainingRuntime": TRAINER,
 }
 TESTS = ["torch_nccl_allreduce", "nccl_tests_all_reduce"]
 
@@ -44,15 +49,32 @@ def pinned() -> dict[str, list[dict[str, Any]]]:
     return {kind: [d for d in yaml.load_all(path.read_text(), LOADER) if d] for kind, path in CRDS.items()}
 
 
-@pytest.fixture(scope="module")
-def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """`--env nebius-eu-k8s --dry-run` without cloud credentials: the manifests it wrote."""
+def written(tmp_path_factory: pytest.TempPathFactory, api: str) -> dict[str, dict[str, Any]]:
+    """`--env nebius-eu-k8s --dry-run -e k8s_job_api=API` without cloud credentials: what it wrote."""
     run_dir = tmp_path_factory.mktemp("dry") / "run"
     with pytest.MonkeyPatch.context() as mp:
         for name in ("NEBIUS_IAM_TOKEN", "NEBIUS_SERVICE_ACCOUNT_ID", "KUBECONFIG"):
             mp.delenv(name, raising=False)
-        assert cli.main(["--env", ENV, "--dry-run", "--run-dir", str(run_dir)]) == 0
+        argv = ["--env", ENV, "--dry-run", "--run-dir", str(run_dir), "-e", f"k8s_job_api={api}"]
+        assert cli.main(argv) == 0
     return {p.name: yaml.safe_load(p.read_text()) for p in sorted((run_dir / "manifests").glob("*.yaml"))}
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """The v1 API's manifests."""
+    return written(tmp_path_factory, "v1")
+
+
+@pytest.fixture(scope="module")
+def trainer_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Kubeflow Trainer v2's manifests (the default on a fresh cluster)."""
+    return written(tmp_path_factory, "trainer")
+
+
+@pytest.fixture(scope="module", params=["v1", "trainer"])
+def either(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+    return request.getfixturevalue({"v1": "dry_run", "trainer": "trainer_run"}[request.param])
 
 
 def strict(schema: Any) -> Any:
@@ -82,8 +104,16 @@ def crd_validators(pinned: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, s
 
 
 def pod_templates(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """A job's pod templates; a TrainJob has none of its own (its ClusterTrainingRuntime has them)."""
+    if job["kind"] == "TrainJob":
+        return []
+    if job["kind"] == "ClusterTrainingRuntime":
+        return [r["template"]["spec"]["template"] for r in job["spec"]["template"]["spec"]["replicatedJobs"]]
     key = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}[job["kind"]]
     return [spec["template"] for spec in job["spec"][key].values()]
+
+
+GPU_CONTAINERS = ("pytorch", "worker", "node")
 
 
 def test_dry_run_writes_every_job(dry_run: dict[str, dict[str, Any]]) -> None:
@@ -105,12 +135,12 @@ def test_dry_run_writes_every_job(dry_run: dict[str, dict[str, Any]]) -> None:
     assert "__main__.py" in payload["data"] and "gpu_facts____init__.py" in payload["data"]
 
 
-def test_jobs_carry_what_the_seeds_learned(dry_run: dict[str, dict[str, Any]]) -> None:
-    for name, job in dry_run.items():
-        if job["kind"] == "ConfigMap":
+def test_jobs_carry_what_the_seeds_learned(either: dict[str, dict[str, Any]]) -> None:
+    for name, job in either.items():
+        if job["kind"] in ("ConfigMap", "TrainJob"):
             continue
         assert problems(job) == [], name
-        workers = [t["spec"] for t in pod_templates(job) if t["spec"]["containers"][0]["name"] != "launcher"]
+        workers = [t["spec"] for t in pod_templates(job) if "nvidia.com/gpu" in str(t)]
         assert workers, name
         for pod in workers:
             gpu = pod["containers"][0]
@@ -121,12 +151,70 @@ def test_jobs_carry_what_the_seeds_learned(dry_run: dict[str, dict[str, Any]]) -
             env = {e["name"]: e["value"] for e in gpu["env"]}
             assert env["NCCL_IB_HCA"] == env["UCX_NET_DEVICES"] == ",".join(f"mlx5_{i}:1" for i in range(8))
             assert env["NCCL_SOCKET_IFNAME"] == "eth0"
-        assert job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] > 0
+            assert pod["tolerations"] == [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+            ]
+        run = job["spec"].get("runPolicy") or job["spec"]["template"]["spec"]
+        assert run["ttlSecondsAfterFinished"] > 0
 
 
-def test_core_objects_pass_kubernetes_schemas(dry_run: dict[str, dict[str, Any]]) -> None:
+def test_every_trainjob_names_a_runtime_the_run_applies(trainer_run: dict[str, dict[str, Any]]) -> None:
+    """A torch test's TrainJob on the torch runtime (numProcPerNode: the test's ranks), an nccl-tests one on
+    the MPI runtime (slots: the node's GPUs); both over every node, with the test's timeout and command."""
+    runtimes = {
+        m["metadata"]["name"]: m for m in trainer_run.values() if m["kind"] == "ClusterTrainingRuntime"
+    }
+    assert {r["metadata"]["labels"]["trainer.kubeflow.org/framework"] for r in runtimes.values()} == {
+        "torch",
+        "mpi",
+    }
+    trainjobs = [m for m in trainer_run.values() if m["kind"] == "TrainJob"]
+    assert len(trainjobs) == len(trainer_run) - 3  # all but the payload ConfigMap and the two runtimes
+    for job in trainjobs:
+        test = catalog.CATALOG[job["metadata"]["labels"]["pav-test"]]
+        ref = job["spec"]["runtimeRef"]
+        runtime = runtimes[ref["name"]]
+        assert (ref["kind"], ref["apiGroup"]) == ("ClusterTrainingRuntime", "trainer.kubeflow.org")
+        assert runtime["metadata"]["labels"]["trainer.kubeflow.org/framework"] == catalog.k8s_job_kind(test)
+        trainer = job["spec"]["trainer"]
+        assert trainer["numNodes"] == 2 and trainer["command"][:2] == ["bash", "-c"]
+        assert job["spec"]["activeDeadlineSeconds"] > 0
+        if catalog.k8s_job_kind(test) == "torch":
+            assert trainer["numProcPerNode"] == min(test.procs or 8, 8)
+        else:
+            assert runtime["spec"]["mlPolicy"]["mpi"]["numProcPerNode"] == 8
+
+
+def _gpu_pod(manifest: dict[str, Any]) -> dict[str, Any]:
+    return next(t["spec"] for t in pod_templates(manifest) if "nvidia.com/gpu" in str(t))
+
+
+@pytest.mark.parametrize(("flavor", "v1_kind"), [("torch", "PyTorchJob"), ("mpi", "MPIJob")])
+def test_both_apis_give_the_gpu_pods_the_same_spec(
+    dry_run: dict[str, dict[str, Any]], trainer_run: dict[str, dict[str, Any]], flavor: str, v1_kind: str
+) -> None:
+    """For the same settings a runtime's GPU pod carries what the v1 job's GPU pod does (resources, memlock,
+    /dev/shm, RDMA, toleration, placement, the fabric's env), the container's name and the API's own port
+    aside; a TrainJob adds its test's env to the runtime's."""
+    v1 = next(m for m in dry_run.values() if m["kind"] == v1_kind)
+    runtime = next(
+        m
+        for m in trainer_run.values()
+        if m["kind"] == "ClusterTrainingRuntime"
+        and m["metadata"]["labels"]["trainer.kubeflow.org/framework"] == flavor
+    )
+    old, new = copy.deepcopy(_gpu_pod(v1)), copy.deepcopy(_gpu_pod(runtime))
+    assert new.pop("restartPolicy") == "Never"  # the v1 operators take it from the replica spec
+    for pod in (old, new):
+        pod["containers"][0].pop("name")
+        pod["containers"][0].pop("ports", None)  # PyTorchJob's rendezvous port; the torch plugin adds its own
+        pod["containers"][0].pop("command", None) if flavor == "torch" else None  # the TrainJob's command
+    assert new == old
+
+
+def test_core_objects_pass_kubernetes_schemas(either: dict[str, dict[str, Any]]) -> None:
     """The ConfigMap, and every job's pod template as a v1 PodTemplate, against Kubernetes' strict schemas."""
-    for manifest in dry_run.values():
+    for manifest in either.values():
         if manifest["kind"] == "ConfigMap":
             kubernetes_validate.validate(manifest, K8S_VERSION, strict=True)
             continue
@@ -141,9 +229,9 @@ def test_core_objects_pass_kubernetes_schemas(dry_run: dict[str, dict[str, Any]]
 
 
 def test_jobs_pass_the_pinned_crd_schemas(
-    dry_run: dict[str, dict[str, Any]], crd_validators: dict[tuple[str, str], Any]
+    either: dict[str, dict[str, Any]], crd_validators: dict[tuple[str, str], Any]
 ) -> None:
-    for name, job in dry_run.items():
+    for name, job in either.items():
         if job["kind"] == "ConfigMap":
             continue
         version = job["apiVersion"].split("/")[1]
@@ -173,9 +261,17 @@ def test_pinned_operator_manifests_pass_kubernetes_schemas(pinned: dict[str, lis
         ("pod.gpu_resources(job)", "nvidia.com/gpu"),
     ],
 )
-@pytest.mark.parametrize("template", ["pytorchjob.yaml.j2", "mpijob-nccl-tests.yaml.j2"])
+@pytest.mark.parametrize(
+    ("template", "api"),
+    [
+        ("pytorchjob.yaml.j2", job_api.V1),
+        ("mpijob-nccl-tests.yaml.j2", job_api.V1),
+        ("runtime-torch.yaml.j2", job_api.TRAINER),
+        ("runtime-mpi-nccl-tests.yaml.j2", job_api.TRAINER),
+    ],
+)
 def test_a_template_that_drops_a_seed_habit_is_refused(
-    template: str, cut: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    template: str, api: str, cut: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     edited = tmp_path / "templates"
     shutil.copytree(TEMPLATES, edited)
@@ -192,6 +288,7 @@ def test_a_template_that_drops_a_seed_habit_is_refused(
         2,
         "r1",
         lambda _: 600,
+        api=api,
     )
     with pytest.raises(PavError, match=message):
         render.render(jobs, "pav")
@@ -206,11 +303,13 @@ def test_a_template_that_drops_a_seed_habit_is_refused(
     ],
 )
 def test_the_policy_check_refuses_an_edited_manifest(
-    dry_run: dict[str, dict[str, Any]], mutate: Any, message: str
+    either: dict[str, dict[str, Any]], mutate: Any, message: str
 ) -> None:
     """The driver checks again before submit: a manifest edited in the run dir gets the same check."""
-    job = copy.deepcopy(next(m for m in dry_run.values() if m["kind"] == "PyTorchJob"))
-    mutate(job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])
+    job = copy.deepcopy(
+        next(m for m in either.values() if m["kind"] in ("PyTorchJob", "ClusterTrainingRuntime"))
+    )
+    mutate(_gpu_pod(job))
     with pytest.raises(PavError, match=message):
         check_manifest(job, "edited.yaml")
 
@@ -247,7 +346,8 @@ def test_an_rdma_fabric_without_rdma_devices_in_the_pods_is_refused() -> None:
     assert job.rdma_resource == "rdma/rdma_shared_device_a"
 
 
-def test_a_tests_own_timeout_reaches_its_job() -> None:
+@pytest.mark.parametrize("api", [job_api.V1, job_api.TRAINER])
+def test_a_tests_own_timeout_reaches_its_job(api: str) -> None:
     """pav_test_timeouts_s works on k8s as on hosts: the job's deadline is the test's own, else the run's;
     the tests and the timeouts are the run's inputs, as the k8s validate stage plans them."""
     settings = settings_from(
@@ -268,5 +368,48 @@ def test_a_tests_own_timeout_reaches_its_job() -> None:
         2,
         "r1",
         inputs.timeouts.for_test,
+        api=api,
     )
     assert {j.test: j.timeout_s for j in jobs} == {TESTS[0]: 90} | {t: 600 for t in TESTS[1:]}
+    rendered = {m.test: m.body for m in render.render(jobs, "pav") if m.test}
+    deadlines = {
+        t: (b["spec"].get("runPolicy") or b["spec"])["activeDeadlineSeconds"] for t, b in rendered.items()
+    }
+    assert deadlines == {TESTS[0]: 90} | {t: 600 for t in TESTS[1:]}
+
+
+def test_the_mpi_runtime_readies_sshd_and_its_launcher_waits_for_the_nodes(
+    trainer_run: dict[str, dict[str, Any]],
+) -> None:
+    """The same sshd and launcher steps as the MPIJob's, placed where Kubeflow Trainer's MPI plugin puts
+    them: the node pods run sshd, the launcher (the trainer step: the TrainJob's command) starts once they
+    are Ready, and the JobSet succeeds when the launcher does."""
+    runtime = next(
+        m
+        for m in trainer_run.values()
+        if m["kind"] == "ClusterTrainingRuntime" and m["spec"]["mlPolicy"].get("mpi")
+    )
+    spec = runtime["spec"]["template"]["spec"]
+    jobs = {r["name"]: r for r in spec["replicatedJobs"]}
+    node = " ".join(jobs["node"]["template"]["spec"]["template"]["spec"]["containers"][0]["command"])
+    for step in (
+        "HostKey=/root/.ssh/id_rsa",
+        "mkdir -p /run/sshd",
+        "StrictModes=no",
+        "exec /usr/sbin/sshd -De",
+    ):
+        assert step in node, step
+    assert jobs["launcher"]["dependsOn"] == [{"name": "node", "status": "Ready"}]
+    assert jobs["launcher"]["template"]["metadata"]["labels"] == {
+        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+    }
+    assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["launcher"]}
+    assert runtime["spec"]["mlPolicy"]["mpi"]["sshAuthMountPath"] == "/root/.ssh"
+    (job,) = [
+        m
+        for m in trainer_run.values()
+        if m["metadata"]["labels"].get("pav-test") == "nccl_tests_all_reduce_multi"
+    ]
+    launcher = " ".join(job["spec"]["trainer"]["command"])
+    assert '"$(command -v mpirun)"' in launcher and "-x PATH -x LD_LIBRARY_PATH" in launcher
+    assert 'echo "* $(cat /root/.ssh/id_rsa.pub)" > /tmp/pav-known-hosts' in launcher

@@ -1,16 +1,20 @@
 """A whole k8s run through the CLI, the real kubectl and real ansible-playbook, against the API-server double
-of tests/k8s/apiserver standing for a fresh cluster: the one pipeline installs the operators, runs a 2-node
-PyTorchJob whose pods run for real on this machine (CPU: the NCCL test errors, as it must without CUDA),
-reports, deletes the run's jobs and scrubs secrets from the run dir as on hosts."""
+of tests/k8s/apiserver. On a fresh cluster the one pipeline installs Kubeflow Trainer v2 and JobSet, runs a
+2-node torch TrainJob whose pods run for real on this machine (CPU: the NCCL test errors, as it must without
+CUDA) and nccl-tests through the MPI runtime, reports, deletes the run's jobs and scrubs secrets from the run
+dir as on hosts. On a cluster that serves only the v1 kinds the same run goes as PyTorchJob, as before."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pav import paths
 from tests.conftest import run_cli
 from tests.k8s.apiserver import ApiServer
 
@@ -21,10 +25,13 @@ SECRET = "t0ken-value-the-run-must-not-keep"
 SETTINGS = """\
 pav_platform: k8s
 pav_hosts: 2
-pav_tests: [torch_nccl_allreduce_multi]
+pav_tests: [torch_nccl_allreduce_multi, nccl_tests_all_reduce]
 pav_test_timeout_s: 300
 nccl_env_fabric: socket
 """
+V1_OPERATOR = (
+    paths.ROLES / "training_operator" / "files" / "training-operator-v1.8.1" / "training-operator.yaml"
+)
 
 
 @pytest.fixture
@@ -33,11 +40,11 @@ def api(tmp_path: Path) -> Iterator[ApiServer]:
         yield server
 
 
-def test_a_k8s_run_on_a_fresh_cluster_goes_through_every_stage(tmp_path: Path, api: ApiServer) -> None:
+def run_k8s(tmp_path: Path, api: ApiServer, settings: str) -> tuple[dict[str, Any], Path]:
     inventory = tmp_path / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
     (inventory / "hosts.yml").write_text("all:\n  hosts: {}\n")
-    (inventory / "group_vars" / "all.yml").write_text(SETTINGS)
+    (inventory / "group_vars" / "all.yml").write_text(settings)
     run_dir = tmp_path / "run"
     env = {**api.env(), "KUBECONFIG": str(api.kubeconfig), "NEBIUS_IAM_TOKEN": SECRET}
     run = run_cli("--inventory", str(inventory / "hosts.yml"), "--run-dir", str(run_dir), env=env)
@@ -46,14 +53,59 @@ def test_a_k8s_run_on_a_fresh_cluster_goes_through_every_stage(tmp_path: Path, a
     stages = {s["name"]: s["status"] for s in results["stages"]}
     every = ("provision", "configure", "validate", "collect", "report", "teardown")
     assert stages == dict.fromkeys(every, "ok")
+    kept = [p for p in run_dir.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
+    assert kept == []  # Ansible's artifacts held the environment; the pipeline scrubbed them
+    return results, run_dir
+
+
+def test_a_k8s_run_on_a_fresh_cluster_installs_trainer_v2_and_runs_trainjobs(
+    tmp_path: Path, api: ApiServer
+) -> None:
+    results, run_dir = run_k8s(tmp_path, api, SETTINGS)
+    assert {o["metadata"]["name"] for o in api.objects("customresourcedefinitions")} == {
+        "jobsets.jobset.x-k8s.io",
+        "trainjobs.trainer.kubeflow.org",
+        "trainingruntimes.trainer.kubeflow.org",
+        "clustertrainingruntimes.trainer.kubeflow.org",
+    }
+    assert results["k8s"]["job_api"] == "trainer"
+    assert results["k8s"]["chosen_by"] == "k8s_job_api: auto; the cluster served: neither"
+    torch, *nccl = results["tests"]
+    assert torch["status"] == "error" and "CUDA is not available" in torch["reason"]
+    assert [(t["name"], t["hosts"], t["status"]) for t in nccl] == [
+        ("nccl_tests_all_reduce", ["gpu-node-0"], "fail"),  # no sshd answers in the double
+        ("nccl_tests_all_reduce", ["gpu-node-1"], "fail"),
+    ]
+    roles = {
+        node: [(p["kind"], p["role"]) for p in h["facts"]["k8s"]["pods"]]
+        for node, h in results["hosts"].items()
+    }
+    assert roles == {
+        node: [("TrainJob", "node"), ("TrainJob", "node")] for node in ("gpu-node-0", "gpu-node-1")
+    }
+    summary = (run_dir / "summary.txt").read_text()
+    assert "Kubeflow Trainer v2 and JobSet ready" in summary
+    assert "2 job(s) ran as TrainJob (trainer.kubeflow.org/v1alpha1, Kubeflow Trainer v2)" in summary
+    for plural in ("trainjobs", "jobsets", "jobs", "pods"):  # teardown deleted them and all they made
+        assert api.objects(plural, "pav") == [], plural
+
+
+def test_a_cluster_serving_only_the_v1_kinds_runs_them_as_before(tmp_path: Path, api: ApiServer) -> None:
+    for namespace in ("kubeflow",):
+        api.store.put(next(r for r in api.store.resources() if r.kind == "Namespace"),
+                      {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})  # fmt: skip
+    argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", "-f", str(V1_OPERATOR)]
+    subprocess.run(argv, env=api.env(), capture_output=True, timeout=300, check=True)
+    settings = SETTINGS.replace("nccl_tests_all_reduce]", "]").replace(", ]", "]")
+    results, _ = run_k8s(tmp_path, api, settings)
+    assert results["k8s"]["job_api"] == "v1"
+    assert results["k8s"]["chosen_by"] == "k8s_job_api: auto; the cluster served: v1"
     assert {o["metadata"]["name"] for o in api.objects("customresourcedefinitions")} == {
         "pytorchjobs.kubeflow.org",
-        "mpijobs.kubeflow.org",
+        "mpijobs.kubeflow.org",  # the role's v1 install, the MPI operator with it
     }
     (test,) = results["tests"]
     assert test["status"] == "error" and "CUDA is not available" in test["reason"]
     roles = {node: [p["role"] for p in h["facts"]["k8s"]["pods"]] for node, h in results["hosts"].items()}
     assert roles == {"gpu-node-0": ["master"], "gpu-node-1": ["worker"]}
     assert api.objects("pytorchjobs") == [] and api.objects("pods", "pav") == []  # teardown deleted them
-    kept = [p for p in run_dir.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
-    assert kept == []  # Ansible's artifacts held the environment; the pipeline scrubbed them

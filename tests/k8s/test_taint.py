@@ -17,7 +17,7 @@ import pytest
 
 from pav import catalog
 from pav.context import Options
-from pav.k8s import marking, render, taint
+from pav.k8s import job_api, marking, render, taint
 from pav.k8s.config import load_config
 from pav.k8s.kubectl import Kubectl
 from pav.reporting import marks
@@ -98,6 +98,29 @@ def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
     marking._narrow(empty, {})
     assert "validate" not in empty.options.stages and "report" in empty.options.stages
     assert catalog.CATALOG["torch_nccl_allreduce"].scope == "host"
+
+
+def test_trainjobs_pinned_to_other_nodes_get_runtimes_of_their_own() -> None:
+    """Trainer v2: the pods' placement lives in the ClusterTrainingRuntime, so each --recheck pin has its
+    own runtime and each TrainJob names the one that pins it to the nodes that failed its test."""
+    tests = ("torch_nccl_allreduce", "torch_nccl_collectives")
+    ctx = context(0, options=Options(recheck=True), platform="k8s", tests=list(tests))
+    wanted = {"n1": tests, "n2": tests[1:]}
+    for node, names in wanted.items():
+        ctx.results.actions.append(marking._entry(node, names, f"pav r1: host x [{','.join(names)}]", ""))
+    marking._narrow(ctx, wanted)
+    config, trainer = load_config(INVENTORY), job_api.TRAINER
+    jobs = render.plan_jobs(ctx.inputs.tests, config, {}, ctx.inputs.hosts, "r2", lambda _: 60, api=trainer)
+    manifests = render.render(marking.pin(ctx, jobs), "pav")
+    runtimes = {m.body["metadata"]["name"]: m.body for m in manifests if m.kind == "ClusterTrainingRuntime"}
+    assert len(runtimes) == 2
+    for job in (m.body for m in manifests if m.kind == "TrainJob"):
+        runtime = runtimes[job["spec"]["runtimeRef"]["name"]]
+        pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        nodes = terms["nodeSelectorTerms"][0]["matchFields"][0]["values"]
+        test = job["metadata"]["labels"]["pav-test"]
+        assert nodes == (["n1"] if test == tests[0] else ["n1", "n2"]), (test, nodes)
 
 
 def test_a_node_is_cordoned_tainted_annotated_then_returned(api: ApiServer) -> None:

@@ -40,14 +40,18 @@ def gpuless(tmp_path: Path) -> Iterator[ApiServer]:
         yield server
 
 
-def run_role(tmp_path: Path, api: ApiServer) -> tuple[int, str]:
+def run_role(tmp_path: Path, api: ApiServer, job_api: str = "v1") -> tuple[int, str]:
     env = {
         **api.env(),
         "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
         "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
         "ANSIBLE_NOCOWS": "1",
     }
-    (tmp_path / "extra.yml").write_text(yaml.safe_dump({"training_operator_kubeconfig": str(api.kubeconfig)}))
+    (tmp_path / "extra.yml").write_text(
+        yaml.safe_dump(
+            {"training_operator_kubeconfig": str(api.kubeconfig), "training_operator_job_api": job_api}
+        )
+    )
     proc = subprocess.run(
         [
             str(Path(sys.executable).parent / "ansible-playbook"),
@@ -73,7 +77,35 @@ def recap(output: str) -> tuple[int, int, int]:
     return ok, changed, failed
 
 
-def test_installs_on_a_fresh_cluster_once_then_changes_nothing(tmp_path: Path, api: ApiServer) -> None:
+def test_installs_trainer_v2_and_jobset_on_a_fresh_cluster_once_then_changes_nothing(
+    tmp_path: Path, api: ApiServer
+) -> None:
+    """The default API: the pinned JobSet and Kubeflow Trainer, their namespaces made first, the CRDs
+    established and both controllers rolled out; a second run changes nothing."""
+    rc, out = run_role(tmp_path, api, "trainer")
+    assert rc == 0, out[-3000:]
+    assert recap(out)[1:] == (2, 0)  # the two namespaces (one task), one apply of both pinned manifests
+    assert {"kubeflow-system", "jobset-system"} <= {o["metadata"]["name"] for o in api.objects("namespaces")}
+    assert {o["metadata"]["name"] for o in api.objects("customresourcedefinitions")} == {
+        "jobsets.jobset.x-k8s.io",
+        "trainjobs.trainer.kubeflow.org",
+        "trainingruntimes.trainer.kubeflow.org",
+        "clustertrainingruntimes.trainer.kubeflow.org",
+    }
+    assert {o["metadata"]["name"] for o in api.objects("deployments")} == {
+        "jobset-controller-manager",
+        "kubeflow-trainer-controller-manager",
+    }
+    watched = [r for r in api.requests if "watch=true" in r or "fieldSelector" in r]
+    assert any("/namespaces/kubeflow-system/deployments" in r for r in watched)  # rollout status read it
+    rc, out = run_role(tmp_path, api, "trainer")
+    assert rc == 0, out[-3000:]
+    assert recap(out)[1:] == (0, 0)
+
+
+def test_installs_the_v1_operators_on_a_fresh_cluster_once_then_changes_nothing(
+    tmp_path: Path, api: ApiServer
+) -> None:
     rc, out = run_role(tmp_path, api)
     assert rc == 0, out[-3000:]
     assert recap(out)[1:] == (2, 0)  # the two namespaces (one task), one apply of both pinned manifests
@@ -96,7 +128,7 @@ def test_installs_on_a_fresh_cluster_once_then_changes_nothing(tmp_path: Path, a
 
 
 def test_fails_clearly_without_allocatable_gpus(tmp_path: Path, gpuless: ApiServer) -> None:
-    rc, out = run_role(tmp_path, gpuless)
+    rc, out = run_role(tmp_path, gpuless, "trainer")
     assert rc != 0
     assert "no node has 8 nvidia.com/gpu allocatable" in out
     assert "cpu-node-0" in out and "NVIDIA GPU operator namespace: gpu-operator" in out  # what it found

@@ -7,7 +7,8 @@ import os
 from pav import plan, rundir
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
-from pav.k8s import provision, stages
+from pav.k8s import job_api, provision, stages
+from pav.k8s.kubectl import Kubectl
 from pav.k8s.stages import manifests
 from pav.provisioning import nebius
 from pav.thresholds.profiles import planned_profile
@@ -15,7 +16,8 @@ from pav.thresholds.profiles import planned_profile
 
 def dry_run(ctx: RunContext) -> int:
     """The plan, and the manifests the run would submit written into RUN/manifests/: nothing else changes."""
-    planned, rendered = manifests(ctx)
+    api, why = planned_api(ctx)
+    planned, rendered = manifests(ctx, api)
     rundir.prepare(ctx.run_dir)
     written = stages.render.write(rendered, ctx.run_dir / "manifests")
     lines = [f"env: {ctx.env.name} (platform k8s)", f"run dir: {ctx.run_dir}", "stages:"]
@@ -36,6 +38,7 @@ def dry_run(ctx: RunContext) -> int:
             lines.append(f"  variables: cannot be set yet: {exc}")
     lines.append(f"  kubeconfig: {provision.kubeconfig_path(ctx.env)}")
     lines.append(f"threshold profile: {planned_profile(ctx.inputs.profile, 'k8s')}")
+    lines.append(f"job API: {job_api.DESCRIBED[api]} ({why})")
     lines.append("jobs (one at a time, each on every GPU of every node; per node: each pod its own world):")
     lines += [
         f"  {j.kind:<10} {j.name:<50} {j.workers}x{j.gpus_per_worker} GPU  "
@@ -47,3 +50,20 @@ def dry_run(ctx: RunContext) -> int:
     lines += plan.after_report(ctx)
     print("\n".join(lines), flush=True)
     return 0
+
+
+def planned_api(ctx: RunContext) -> tuple[str, str]:
+    """The API the run would use, and why. An existing cluster whose kubeconfig answers is asked what it
+    serves (reading only); otherwise the plan is a fresh cluster's, which the run would give Kubeflow Trainer
+    v2 (unless k8s_job_api: v1), and the run decides again against the cluster at configure."""
+    setting = ctx.settings.k8s.job_api
+    path = provision.kubeconfig_path(ctx.env)
+    if setting == "auto" and not ctx.env.provisions and path.is_file():
+        try:
+            cluster = job_api.served(Kubectl(path, ctx.settings.k8s.namespace), timeout_s=20)
+        except PavError as exc:
+            return job_api.TRAINER, f"k8s_job_api: auto; no answer from the cluster ({exc})"
+        return job_api.choose(setting, cluster), "k8s_job_api: auto, from what the cluster serves"
+    if setting != "auto":
+        return setting, f"k8s_job_api: {setting}"
+    return job_api.TRAINER, "k8s_job_api: auto; a fresh cluster's: decided against the cluster at configure"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,19 +11,29 @@ from typing import Any
 
 from pav import interrupts
 from pav.errors import PavError
+from pav.k8s import job_api
+from pav.k8s.job_api import RESOURCE
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.render import END_MARK, FILE_MARK, Job, Manifest
 from pav.launch import Launch
 from pav.results import HostRecord
 
-RESOURCE = {"PyTorchJob": "pytorchjobs.kubeflow.org", "MPIJob": "mpijobs.kubeflow.org"}
 CONTAINER = {"PyTorchJob": {"master": "pytorch", "worker": "pytorch"},
-             "MPIJob": {"launcher": "launcher", "worker": "worker"}}  # fmt: skip
-# Pods that print result files: every torchrun node of a PyTorchJob, the mpirun launcher of an MPIJob.
-RESULT_ROLES = {"PyTorchJob": ("master", "worker"), "MPIJob": ("launcher",)}
+             "MPIJob": {"launcher": "launcher", "worker": "worker"},
+             "TrainJob": {"node": "node", "launcher": "node"}}  # fmt: skip
+# Pods that print result files: every torchrun node, the mpirun launcher of an MPI job.
+RESULT_ROLES = {"torch": ("master", "worker", "node"), "mpi": ("launcher",)}
 # The operators label each pod with its role: training-operator the replica type (master, worker),
-# mpi-operator the job role (launcher, worker).
-ROLE_LABELS = ("training.kubeflow.org/job-role", "training.kubeflow.org/replica-type")
+# mpi-operator the job role (launcher, worker), JobSet (under a TrainJob) the replicated Job (node, launcher).
+ROLE_LABELS = (
+    "training.kubeflow.org/job-role",
+    "training.kubeflow.org/replica-type",
+    "jobset.sigs.k8s.io/replicatedjob-name",
+)
+# A TrainJob's pods carry its JobSet's name (the TrainJob's), not the TrainJob's labels.
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+# Kubeflow Trainer's TrainJob reports Complete where the v1 operators report Succeeded.
+STATES = {"Complete": "Succeeded"}
 POLL_S = 10.0
 # Past the job's activeDeadlineSeconds the operator fails it; this is how long the driver waits beyond that.
 GRACE_S = 120.0
@@ -34,16 +45,18 @@ SETTLE_S = 60.0
 @dataclass(frozen=True)
 class PodState:
     name: str
-    role: str  # master | worker (PyTorchJob), launcher | worker (MPIJob)
-    phase: str  # Pending | Running | Succeeded | Failed | Unknown
+    role: str  # master | worker (PyTorchJob), launcher | worker (MPIJob), node | launcher (TrainJob)
+    phase: str  # Pending | Running | Succeeded | Failed | Unknown | Deleted (gone while it ran)
     reason: str = ""  # why it waits or failed (ImagePullBackOff, OOMKilled, Unschedulable, ...)
     node: str = ""  # the Kubernetes node it was scheduled on
+    host: str = ""  # its hostname (spec.hostname, else its name): what an MPI hostfile names it by
 
 
 def job_state(job: dict[str, Any]) -> str:
     """Created, Running, Succeeded, Failed, ... from the operators' common status.conditions."""
     conditions = [c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
-    return conditions[-1]["type"] if conditions else "Created"
+    state = conditions[-1]["type"] if conditions else "Created"
+    return STATES.get(state, state)
 
 
 def job_message(job: dict[str, Any]) -> str:
@@ -58,8 +71,9 @@ def pod_states(pods: dict[str, Any]) -> list[PodState]:
         labels = pod["metadata"].get("labels") or {}
         role = next((labels[k] for k in ROLE_LABELS if k in labels), "worker")
         status = pod.get("status") or {}
-        node = (pod.get("spec") or {}).get("nodeName", "")
-        states.append(PodState(name, role, status.get("phase", "Unknown"), _reason(status), node))
+        spec = pod.get("spec") or {}
+        node, host = spec.get("nodeName", ""), spec.get("hostname") or name
+        states.append(PodState(name, role, status.get("phase", "Unknown"), _reason(status), node, host))
     return sorted(states, key=lambda p: (p.role not in ("launcher", "master"), p.name))
 
 
@@ -114,17 +128,17 @@ def follow(
     deadline = time.monotonic() + job.timeout_s + GRACE_S
     last = ""
     ended_at: float | None = None
+    seen: dict[str, PodState] = {}
     while True:
         interrupts.raise_if_requested()
         state = job_state(kubectl.json("get", RESOURCE[job.kind], job.name))
-        selector = f"pav-test={job.test},pav-run-id={job.labels['pav-run-id']}"
-        pods = pod_states(kubectl.json("get", "pods", "-l", selector))
+        pods = remember(seen, pod_states(kubectl.json("get", "pods", "-l", pod_selector(job))))
         line = progress_line(job, state, pods)
         if line != last:
             echo(line)
             last = line
-        if job.kind == "MPIJob" and _worker_failed_before_launch(pods):
-            return "Failed", pods  # WaitForWorkersReady: no launcher will ever start
+        if job.flavor == "mpi" and _worker_failed_before_launch(pods):
+            return "Failed", pods  # WaitForWorkersReady / dependsOn Ready: no launcher will ever start
         if state in ("Succeeded", "Failed"):
             ended_at = ended_at or time.monotonic()
             settled = all(p.phase not in ("Running", "Pending") for p in pods)
@@ -135,16 +149,35 @@ def follow(
         time.sleep(poll_s)
 
 
+def remember(seen: dict[str, PodState], now: list[PodState]) -> list[PodState]:
+    """Every pod the job had, as last seen: a controller deletes some before the job is collected (JobSet
+    deletes a finished JobSet's active Jobs: the MPI nodes' sshd pods; a failed Job's running pods go), yet
+    they ran on their nodes, and a launcher's per-node files are named by their hostnames."""
+    current = {p.name for p in now}
+    for pod in now:
+        seen[pod.name] = pod
+    for name, pod in seen.items():
+        if name not in current and pod.phase in ("Running", "Pending"):
+            seen[name] = dataclasses.replace(pod, phase=DELETED)
+    return sorted(seen.values(), key=lambda p: (p.role not in ("launcher", "master"), p.name))
+
+
+def pod_selector(job: Job) -> str:
+    if job.kind == "TrainJob":
+        return f"{JOBSET_NAME}={job.name}"
+    return f"pav-test={job.test},pav-run-id={job.labels['pav-run-id']}"
+
+
 def _worker_failed_before_launch(pods: list[PodState]) -> bool:
     roles = {p.role for p in pods}
-    return "launcher" not in roles and any(p.role == "worker" and p.phase == "Failed" for p in pods)
+    return "launcher" not in roles and any(p.role != "launcher" and p.phase == "Failed" for p in pods)
 
 
 def collect(kubectl: Kubectl, job: Job, pods: list[PodState], run_dir: Path) -> Launch:
     """Pod logs under k8s/JOB/; result files under hosts/NODE/results/TEST/: a test's results are the
     node's, whichever pod of whichever job ran there, so a node's runs of two tests meet (a DDP run's
     scaling against the same node's 1-GPU run) and a bad node is named as such."""
-    launcher = "torchrun" if job.kind == "PyTorchJob" else "nccl_tests"
+    launcher = "torchrun" if job.flavor == "torch" else "nccl_tests"
     launch = Launch(job.test, launcher, job.scope, job.timeout_s, gates_of=job.gates_of)
     where = nodes_of(pods)
     for pod in pods:
@@ -156,11 +189,14 @@ def collect(kubectl: Kubectl, job: Job, pods: list[PodState], run_dir: Path) -> 
 
 
 def nodes_of(pods: list[PodState]) -> dict[str, str]:
-    """Pod -> the node it ran on (the pod's own name while it was never scheduled)."""
-    return {p.name: p.node or p.name for p in pods}
+    """Pod (by name and by hostname) -> the node it ran on (its own name while it was never scheduled)."""
+    return {key: p.node or p.name for p in pods for key in (p.host or p.name, p.name)}
 
 
-POD_STATUS = {"Succeeded": "ok", "Failed": "failed"}
+# A pod its controller deleted while it ran (a finished JobSet's sshd nodes, a failed Job's other pods) does
+# not fail its node: the pod that failed stays and does.
+DELETED = "Deleted"
+POD_STATUS = {"Succeeded": "ok", "Failed": "failed", DELETED: "ok"}
 
 
 def add_host_records(hosts: dict[str, HostRecord], job: Job, pods: list[PodState]) -> None:
@@ -185,7 +221,7 @@ def add_host_records(hosts: dict[str, HostRecord], job: Job, pods: list[PodState
 def save_log(
     launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path, where: dict[str, str] | None = None
 ) -> None:
-    """The raw log, and for a result-bearing pod (PyTorchJob pods, the MPIJob launcher) its files laid out
+    """The raw log, and for a result-bearing pod (torchrun pods, the mpirun launcher) its files laid out
     as roles/collect lays out a host's (under the node's name: `where`), so evaluate and report judge them
     the same way. A file printed as POD/NAME belongs to that pod's node (host-scope nccl-tests, which the
     launcher runs node by node)."""
@@ -193,11 +229,11 @@ def save_log(
     raw = run_dir / "k8s" / job.name
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"{pod.name}.log").write_text(log)
-    if pod.role not in RESULT_ROLES[job.kind]:
+    if pod.role not in RESULT_ROLES[job.flavor]:
         return
     own, files = split_log(log)
     by_host: dict[str, dict[str, str]] = {}
-    per_node = job.kind == "MPIJob" and job.scope == "host"
+    per_node = job.flavor == "mpi" and job.scope == "host"
     for name, text in files.items():
         owner, _, rest = name.rpartition("/")
         if per_node and not owner:
@@ -212,12 +248,12 @@ def save_log(
         for name, text in host_files.items():
             (out / name).write_text(text)
         launch.argv_by_host[host] = _argv(job)
-        launch.ranks_by_host[host] = job.procs_per_worker if job.kind == "PyTorchJob" else 0
+        launch.ranks_by_host[host] = job.procs_per_worker if job.flavor == "torch" else 0
 
 
 def _argv(job: Job) -> list[str]:
     """What evaluate reads of a launch's argv: nccl-tests' binary name (first word after mpirun's options)."""
-    if job.kind == "PyTorchJob":
+    if job.flavor == "torch":
         return ["torchrun"]
     words = job.script.split()
     binary = next((w for w in words if w.endswith("_perf")), "nccl_tests")
@@ -225,12 +261,13 @@ def _argv(job: Job) -> list[str]:
 
 
 def delete(kubectl: Kubectl, selector: str) -> str:
-    """The jobs (their pods go with them) and the payload ConfigMap, by label. Idempotent. Only the job
-    types the server has: kubectl refuses a whole delete that names a type it does not know (no MPI
-    operator installed, or an install that failed), and teardown must still reach what comes after."""
+    """The jobs (their pods go with them: a TrainJob's JobSet, Jobs, hostfile and SSH Secret too) and the
+    payload ConfigMap, by label. Idempotent. Only the job types the server has: kubectl refuses a whole
+    delete that names a type it does not know (no MPI operator installed, or an install that failed), and
+    teardown must still reach what comes after."""
     kinds = [*RESOURCE.values(), "configmaps"]
     try:
-        kinds = [*served_job_types(kubectl), "configmaps"]
+        kinds = [*job_api.served_job_types(kubectl), "configmaps"]
         out = kubectl.run("delete", ",".join(kinds), "-l", selector, "--ignore-not-found", "--wait=true",
                           timeout_s=300)  # fmt: skip
     except PavError as exc:
@@ -238,8 +275,3 @@ def delete(kubectl: Kubectl, selector: str) -> str:
         raise PavError(f"{exc}; delete them with: {how}") from None
     deleted = len([ln for ln in out.splitlines() if "deleted" in ln])
     return f"deleted {deleted} object(s) labelled {selector}"
-
-
-def served_job_types(kubectl: Kubectl) -> list[str]:
-    served = set(kubectl.run("api-resources", "--api-group=kubeflow.org", "-o", "name").split())
-    return [r for r in RESOURCE.values() if r in served]

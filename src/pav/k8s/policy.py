@@ -13,6 +13,8 @@ from typing import Any
 from pav.errors import PavError
 
 REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
+# Kubeflow Trainer v2: a TrainJob has no pod template of its own; its runtime's replicated Jobs hold them.
+RUNTIMES = ("ClusterTrainingRuntime", "TrainingRuntime")
 
 
 def problems(manifest: dict[str, Any]) -> list[str]:
@@ -20,7 +22,8 @@ def problems(manifest: dict[str, Any]) -> list[str]:
     found: list[str] = []
     for role, pod in _gpu_pods(manifest):
         found += [f"{role}: {p}" for p in _pod_problems(pod)]
-    if manifest.get("kind") in REPLICA_SPECS and not any(True for _ in _gpu_pods(manifest)):
+    jobs = manifest.get("kind") in REPLICA_SPECS or manifest.get("kind") in RUNTIMES
+    if jobs and not any(True for _ in _gpu_pods(manifest)):
         found.append("no replica requests nvidia.com/gpu")
     return found
 
@@ -32,13 +35,22 @@ def check_manifest(manifest: dict[str, Any], where: str) -> None:
 
 
 def _gpu_pods(manifest: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    key = REPLICA_SPECS.get(manifest.get("kind", ""))
-    if key is None:
-        return
-    for role, replica in (manifest.get("spec", {}).get(key) or {}).items():
-        pod = (replica.get("template") or {}).get("spec") or {}
-        if role != "Launcher" or _gpus(pod):
+    """Every pod template but a launcher's without GPUs (mpirun's pod), by its role."""
+    for role, pod in _pods(manifest):
+        if role.lower() != "launcher" or _gpus(pod):
             yield role, pod
+
+
+def _pods(manifest: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    spec = manifest.get("spec") or {}
+    if manifest.get("kind") in RUNTIMES:
+        for rjob in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+            job = (rjob.get("template") or {}).get("spec") or {}
+            yield rjob.get("name", ""), (job.get("template") or {}).get("spec") or {}
+        return
+    key = REPLICA_SPECS.get(manifest.get("kind", ""))
+    for role, replica in (spec.get(key) or {}).items() if key else []:
+        yield role, (replica.get("template") or {}).get("spec") or {}
 
 
 def _gpus(pod: dict[str, Any]) -> int:

@@ -1,7 +1,11 @@
-"""Render the manifests: payload ConfigMap, a PyTorchJob per torch test, an MPIJob per nccl-tests test."""
+"""Render the manifests: payload ConfigMap, and a job per test: under Kubeflow Trainer v2 a TrainJob on the
+tool's own ClusterTrainingRuntimes (rendered here too), under the v1 operators a PyTorchJob per torch test
+and an MPIJob per nccl-tests test."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -15,6 +19,7 @@ import yaml
 from pav import catalog, paths
 from pav.catalog import TestSpec
 from pav.errors import PavError
+from pav.k8s import job_api
 from pav.k8s.policy import check_manifest
 from pav.k8s_settings import TEMPLATES, K8sSettings
 
@@ -29,7 +34,7 @@ class Job:
     """One test as a job: the values the templates see."""
 
     test: str
-    kind: str
+    kind: str  # TrainJob, PyTorchJob, MPIJob
     name: str
     namespace: str
     labels: dict[str, str]
@@ -58,6 +63,8 @@ class Job:
     # tolerates there (the tool's own and a cordon's); empty on any other run.
     node_names: list[str] = field(default_factory=list)
     tolerations: list[dict[str, str]] = field(default_factory=list)
+    flavor: str = "torch"  # torch (torchrun) or mpi (nccl-tests through mpirun): catalog.k8s_job_kind
+    runtime: str = ""  # TrainJob: the ClusterTrainingRuntime it references
 
 
 @dataclass
@@ -99,16 +106,18 @@ def plan_jobs(
     workers: int,
     run_id: str,
     timeout_for: Callable[[str], int],
+    api: str = job_api.V1,
 ) -> list[Job]:
     """specs: the run's tests (RunInputs.tests); timeout_for: a test's seconds (RunInputs.timeouts:
-    --test-timeout, else pav_test_timeouts_s over pav_test_timeout_s)."""
+    --test-timeout, else pav_test_timeouts_s over pav_test_timeout_s); api: job_api.TRAINER or V1."""
     shape = config.node_shape()
     _require_rdma_devices(config, env)
     jobs = []
     for spec in specs:
-        kind = catalog.k8s_job_kind(spec)
-        image = config.pytorch_image if kind == "PyTorchJob" else config.nccl_tests_image
-        if kind == "PyTorchJob":
+        flavor = catalog.k8s_job_kind(spec)
+        kind = job_api.kind(api, flavor)
+        image = config.pytorch_image if flavor == "torch" else config.nccl_tests_image
+        if flavor == "torch":
             script = _torch_script(spec)
         else:
             script = _mpi_script(spec, config, {**env, **spec.env}, workers, shape.gpus)
@@ -135,9 +144,10 @@ def plan_jobs(
                 node_selector={k: str(v) for k, v in config.node_selector.items()},
                 ttl_seconds_after_finished=config.ttl_seconds_after_finished,
                 clean_pod_policy=config.clean_pod_policy,
-                worker_script=SSHD_SCRIPT if kind == "MPIJob" else "",
+                worker_script=SSHD_SCRIPT if flavor == "mpi" else "",
                 scope=spec.scope,
                 gates_of=spec.gates_of,
+                flavor=flavor,
             )
         )
     return jobs
@@ -253,24 +263,77 @@ def payload_modules() -> dict[str, Path]:
     }
 
 
+JOB_TEMPLATES = {
+    "PyTorchJob": "pytorchjob.yaml.j2",
+    "MPIJob": "mpijob-nccl-tests.yaml.j2",
+    "TrainJob": "trainjob.yaml.j2",
+}
+RUNTIME_TEMPLATES = {"torch": "runtime-torch.yaml.j2", "mpi": "runtime-mpi-nccl-tests.yaml.j2"}
+
+
 def render(jobs: list[Job], namespace: str, labels: dict[str, str] | None = None) -> list[Manifest]:
     env = _environment()
     manifests: list[Manifest] = []
-    modules = payload_modules()  # once: the ConfigMap's keys and every PyTorchJob's volume items
+    modules = payload_modules()  # once: the ConfigMap's keys and every torch pod's volume items
     items = [{"key": key, "path": path.as_posix()} for key, path in modules.items()]
-    if any(j.kind == "PyTorchJob" for j in jobs):
+    if any(j.flavor == "torch" for j in jobs):
         files = {key: (PAYLOAD_PACKAGE / path).read_text() for key, path in modules.items()}
         text = env.get_template("payload-configmap.yaml.j2").render(
             name=PAYLOAD_CONFIGMAP, namespace=namespace, labels=labels or {}, files=files
         )
         manifests.append(Manifest("00-payload-configmap.yaml", "ConfigMap", text))
+    manifests += _runtimes(env, jobs, items)
     for i, job in enumerate(jobs, start=1):
-        template = "pytorchjob.yaml.j2" if job.kind == "PyTorchJob" else "mpijob-nccl-tests.yaml.j2"
-        text = env.get_template(template).render(job=asdict(job), payload_items=items)
+        text = env.get_template(JOB_TEMPLATES[job.kind]).render(job=asdict(job), payload_items=items)
         manifest = Manifest(f"{i:02d}-{job.kind.lower()}-{job.test}.yaml", job.kind, text, job.test)
         check_manifest(manifest.body, manifest.name)
         manifests.append(manifest)
     return manifests
+
+
+def _runtimes(env: jinja2.Environment, jobs: list[Job], items: list[dict[str, str]]) -> list[Manifest]:
+    """The tool's own ClusterTrainingRuntimes, one per flavor the TrainJobs use: the pod template the v1
+    templates carry (GPUs, /dev/shm, memlock, RDMA, the GPU taint's toleration, placement), from the same
+    macros. Named for their content: runs with other settings get runtimes of their own, and the same
+    settings apply the same object again (no change). Each job is pointed at its flavor's runtime."""
+    manifests = []
+    for flavor, template in RUNTIME_TEMPLATES.items():
+        groups = _by_placement([j for j in jobs if j.kind == "TrainJob" and j.flavor == flavor])
+        for n, members in enumerate(groups):
+            suffix = f"-{n + 1}" if len(groups) > 1 else ""
+            manifests.append(_runtime(env, template, flavor, members, items, suffix))
+    return manifests
+
+
+def _by_placement(jobs: list[Job]) -> list[list[Job]]:
+    """Jobs that may share a runtime: the pods' placement lives in the runtime, and a --recheck pins each
+    test to the nodes that failed it (Job.node_names, Job.tolerations)."""
+    groups: dict[str, list[Job]] = {}
+    for job in jobs:
+        key = json.dumps([job.node_names, job.tolerations], sort_keys=True)
+        groups.setdefault(key, []).append(job)
+    return list(groups.values())
+
+
+def _runtime(
+    env: jinja2.Environment,
+    template: str,
+    flavor: str,
+    members: list[Job],
+    items: list[dict[str, str]],
+    suffix: str,
+) -> Manifest:
+    # The environment every job of the flavor shares goes into the runtime; each TrainJob adds its own.
+    shared = dict(set.intersection(*(set(j.env.items()) for j in members)))
+    values = {**asdict(members[0]), "env": shared, "name": "", "labels": {}}
+    unnamed = env.get_template(template).render(job=values, payload_items=items)
+    name = f"pav-{flavor}-{hashlib.sha256(unnamed.encode()).hexdigest()[:10]}"
+    text = env.get_template(template).render(job={**values, "name": name}, payload_items=items)
+    for job in members:
+        job.runtime = name
+    manifest = Manifest(f"00-clustertrainingruntime-{flavor}{suffix}.yaml", "ClusterTrainingRuntime", text)
+    check_manifest(manifest.body, manifest.name)
+    return manifest
 
 
 def write(manifests: list[Manifest], folder: Path) -> list[Path]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
-from pav.k8s import jobs, marking, provision, render
+from pav.k8s import job_api, jobs, marking, provision, render
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.policy import check_manifest
@@ -17,11 +17,17 @@ from pav.stages import report
 MANAGED = "app.kubernetes.io/managed-by=provision-and-validate"
 
 
-def manifests(ctx: RunContext) -> tuple[list[render.Job], list[render.Manifest]]:
+def manifests(ctx: RunContext, api: str) -> tuple[list[render.Job], list[render.Manifest]]:
     config = ctx.settings.k8s
     env = fabric_env(ctx.settings)
     planned = render.plan_jobs(
-        ctx.inputs.tests, config, env, ctx.inputs.hosts, ctx.results.run_id, ctx.inputs.timeouts.for_test
+        ctx.inputs.tests,
+        config,
+        env,
+        ctx.inputs.hosts,
+        ctx.results.run_id,
+        ctx.inputs.timeouts.for_test,
+        api=api,
     )
     planned = marking.pin(ctx, planned)  # only with --recheck: each job on the nodes that failed its test
     labels = render.job_labels(ctx.results.run_id, "payload")
@@ -48,9 +54,25 @@ def provision_stage(ctx: RunContext) -> str:
     return f"{first}cluster up; kubeconfig {path}"
 
 
+def choose_api(ctx: RunContext, kube: Kubectl) -> str:
+    """The job API from k8s_job_api and what the cluster serves now, recorded in results.json (k8s)."""
+    setting = ctx.settings.k8s.job_api
+    cluster = job_api.served(kube)
+    api = job_api.choose(setting, cluster)
+    found = [name for name, on in (("trainer", cluster.trainer), ("v1", cluster.v1)) if on] or ["neither"]
+    ctx.results.k8s = {
+        "job_api": api,
+        "api": job_api.DESCRIBED[api],
+        "chosen_by": f"k8s_job_api: {setting}; the cluster served: {', '.join(found)}",
+    }
+    return api
+
+
 def configure_stage(ctx: RunContext) -> str:
-    """roles/training_operator on the controller: the pinned operators, and a check that GPUs are there."""
+    """roles/training_operator on the controller: the pinned operators of the chosen API (Kubeflow Trainer v2
+    and JobSet, or the v1 operators), and a check that GPUs are there."""
     kube = kubectl(ctx)
+    api = choose_api(ctx, kube)
     config = ctx.settings.k8s
     inventory = ctx.run_dir / "inventory" / "k8s.yml"
     inventory.parent.mkdir(parents=True, exist_ok=True)
@@ -69,25 +91,29 @@ def configure_stage(ctx: RunContext) -> str:
             **ctx.extravars(),
             "training_operator_kubeconfig": str(kube.kubeconfig),
             "training_operator_required_gpus_per_node": config.node_shape().gpus,
+            "training_operator_job_api": api,
         },
         verbose=ctx.options.verbose,
     )
     if outcome.rc != 0:
         why = "; ".join(outcome.failures.get("localhost", [])) or outcome.status
         raise PavError(f"installing the operators failed: {why}")
-    return "training-operator and MPI operator ready; GPU nodes found"
+    installed = "Kubeflow Trainer v2 and JobSet" if api == job_api.TRAINER else "the v1 operators"
+    return f"{installed} ready ({ctx.results.k8s['chosen_by']}); GPU nodes found"
 
 
 def validate_stage(ctx: RunContext) -> str:
-    planned, rendered = manifests(ctx)
-    render.write(rendered, ctx.run_dir / "manifests")
     kube = kubectl(ctx)
+    api = ctx.results.k8s.get("job_api") or choose_api(ctx, kube)  # configure's choice, when it ran
+    job_api.require_served(api, job_api.served(kube))
+    planned, rendered = manifests(ctx, api)
+    render.write(rendered, ctx.run_dir / "manifests")
     namespace = f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {kube.namespace}\n"
     kube.run("apply", "--server-side", "-f", "-", stdin=namespace)  # idempotent: exists on a later run
     for manifest in rendered:
         check_manifest(manifest.body, manifest.name)  # again: a file edited in the run dir is what goes
     for manifest in rendered:
-        if manifest.kind == "ConfigMap":
+        if manifest.kind in ("ConfigMap", "ClusterTrainingRuntime"):
             jobs.submit(kube, manifest)
     by_test = {m.test: m for m in rendered if m.test}
     for job in planned:  # one at a time: each takes every GPU of every node
@@ -102,7 +128,8 @@ def validate_stage(ctx: RunContext) -> str:
             kube.run(
                 "delete", jobs.RESOURCE[job.kind], job.name, "--ignore-not-found", "--wait=false", check=False
             )
-    return f"{len(planned)} job(s) ran; logs under {Path('k8s')}/, results under hosts/"
+    ran = f"{len(planned)} job(s) ran as {job_api.DESCRIBED[api]}"
+    return f"{ran}; logs under {Path('k8s')}/, results under hosts/"
 
 
 def collect_stage(ctx: RunContext) -> str:

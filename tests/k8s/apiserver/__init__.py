@@ -1,7 +1,8 @@
 """A Kubernetes API server double on loopback that the real kubectl talks to (tests only; no cluster can run
 here). It serves discovery and the OpenAPI v3 kubectl reads, stores objects, refuses a write into a missing
 namespace and a type it does not serve (as a real server does), and plays the controllers a run depends on:
-training-operator v1.8.1 (PyTorchJob), mpi-operator v0.6.0 (MPIJob), the CRD, Deployment and namespace
+training-operator v1.8.1 (PyTorchJob), mpi-operator v0.6.0 (MPIJob), Kubeflow Trainer v2.3.0 (TrainJob, its
+torch and MPI plugins), JobSet v0.12.0 and the Indexed Jobs under it, the CRD, Deployment and namespace
 controllers, the scheduler (round-robin onto its nodes) and a kubelet that runs bash pods for real.
 
     with ApiServer(tmp_path) as api:
@@ -22,11 +23,13 @@ import yaml
 from tests.k8s.apiserver import builtin, scheduler
 from tests.k8s.apiserver.controller import Controller
 from tests.k8s.apiserver.handler import Handler
+from tests.k8s.apiserver.jobset import JobController, JobSetController
 from tests.k8s.apiserver.mpijob import MPIJobController
 from tests.k8s.apiserver.pods import Kubelet
 from tests.k8s.apiserver.pytorchjob import PyTorchJobController
 from tests.k8s.apiserver.resources import BUILTIN
 from tests.k8s.apiserver.store import ApiError, Store
+from tests.k8s.apiserver.trainjob import TrainJobController
 
 __all__ = ["ApiError", "ApiServer"]
 NODE = next(r for r in BUILTIN if r.kind == "Node")
@@ -61,9 +64,12 @@ class ApiServer:
             )
         self.kubelet = Kubelet(self.store, workdir / "pods", self.logs)
         names = list(nodes) or ["node-0"]
-        self.controllers: list[Controller] = [
+        self.controllers: list[Controller | TrainJobController | JobSetController | JobController] = [
             PyTorchJobController(self.store, names),
             MPIJobController(self.store, names),
+            TrainJobController(self.store, names),
+            JobSetController(self.store, names),
+            JobController(self.store, names),
         ]
         self._stop = threading.Event()
         handler = type(

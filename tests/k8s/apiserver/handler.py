@@ -84,6 +84,7 @@ class Handler(BaseHTTPRequestHandler):
         )
         resource, namespace, name, sub = self._target(group, version, rest)
         if verb == "GET" and name and sub == "log":
+            self.store.get(resource, namespace, name)  # a deleted pod's log is gone with it (404)
             return self._text(self.logs.get(f"{name}/{query.get('container', '')}", ""))
         if verb == "GET" and name:
             return 200, self.store.get(resource, namespace, name)

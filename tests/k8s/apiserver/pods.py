@@ -90,8 +90,12 @@ class Kubelet:
                         target.write_text(data[item["key"]])
                 if "secret" in volume:
                     secret = self.store.find(SECRET, ns, volume["secret"]["secretName"]) or {}
-                    for key, data in (secret.get("data") or {}).items():
-                        (folder / key).write_bytes(base64.b64decode(data))
+                    data = secret.get("data") or {}
+                    items = volume["secret"].get("items") or [{"key": k, "path": k} for k in data]
+                    for (
+                        item
+                    ) in items:  # a key may be projected to several paths (the MPI plugin's public key)
+                        (folder / item["path"]).write_bytes(base64.b64decode(data[item["key"]]))
         return paths
 
     def _container(
@@ -101,14 +105,22 @@ class Kubelet:
         pattern = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, prefixes)) + r")(?=/|\b|$)")
         inside = lambda text: pattern.sub(lambda m: f"{root}{m.group(1)}", text)  # noqa: E731
         services = {s["metadata"]["name"] for s in self.store.list(SERVICE, ns)}
+        pod_obj = self.store.find(POD, ns, pod) or {}
         env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
             "HOSTNAME": pod,
             "HOME": f"{root}/root",
         }
         for var in c.get("env") or []:
-            value = str(var.get("value", ""))
-            env[var["name"]] = "127.0.0.1" if value.split(".")[0] in services else inside(value)
+            value = (
+                _field(pod_obj, var["valueFrom"]["fieldRef"]["fieldPath"])
+                if "valueFrom" in var
+                else str(var.get("value", ""))
+            )
+            labels = value.split(".")
+            # A Service's name, or a pod's HOSTNAME.SUBDOMAIN under a headless Service (a JobSet's pods).
+            named = labels[0] in services or (len(labels) > 1 and labels[1] in services)
+            env[var["name"]] = "127.0.0.1" if named else inside(value)
         for d in CONTAINER_DIRS:
             (root / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
         argv = [inside(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
@@ -151,6 +163,17 @@ class Kubelet:
             return
         statuses = [{"name": c["name"], "state": state, "ready": running} for c in live["spec"]["containers"]]
         self.store.update_status(POD, ns, pod, {"phase": phase, "containerStatuses": statuses})
+
+
+def _field(pod: dict[str, Any], path: str) -> str:
+    """The downward API's fieldRef: metadata.name, metadata.annotations['KEY'], metadata.labels['KEY'], ..."""
+    match = re.fullmatch(r"metadata\.(annotations|labels)\['([^']+)'\]", path)
+    if match:
+        return str((pod.get("metadata", {}).get(match[1]) or {}).get(match[2], ""))
+    node: Any = pod
+    for part in path.split("."):
+        node = node.get(part, "") if isinstance(node, dict) else ""
+    return str(node)
 
 
 def _now() -> str:

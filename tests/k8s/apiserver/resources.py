@@ -64,6 +64,13 @@ BUILTIN = (
         False,
     ),
     Resource(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        False,
+    ),
+    Resource(
         "apiextensions.k8s.io",
         "v1",
         "CustomResourceDefinition",
