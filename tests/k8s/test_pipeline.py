@@ -29,6 +29,9 @@ pav_tests: [torch_nccl_allreduce_multi, nccl_tests_all_reduce]
 pav_test_timeout_s: 300
 nccl_env_fabric: socket
 """
+FILES = paths.ROLES / "training_operator" / "files"
+TRAINER = (FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0" / "trainer.yaml")
+TRAINER_NAMESPACES = ("kubeflow-system", "jobset-system")
 V1_OPERATOR = (
     paths.ROLES / "training_operator" / "files" / "training-operator-v1.8.1" / "training-operator.yaml"
 )
@@ -90,17 +93,26 @@ def test_a_k8s_run_on_a_fresh_cluster_installs_trainer_v2_and_runs_trainjobs(
         assert api.objects(plural, "pav") == [], plural
 
 
-def test_a_cluster_serving_only_the_v1_kinds_runs_them_as_before(tmp_path: Path, api: ApiServer) -> None:
-    for namespace in ("kubeflow",):
+@pytest.mark.parametrize("served", ["v1", "trainer, v1"])
+def test_a_cluster_serving_only_the_v1_kinds_runs_them_as_before(
+    tmp_path: Path, api: ApiServer, served: str
+) -> None:
+    """Only the v1 operators: PyTorchJob, chosen by auto. Both APIs served and k8s_job_api: v1: the same."""
+    for namespace in ("kubeflow", *(TRAINER_NAMESPACES if "trainer" in served else ())):
         api.store.put(next(r for r in api.store.resources() if r.kind == "Namespace"),
                       {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})  # fmt: skip
-    argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", "-f", str(V1_OPERATOR)]
-    subprocess.run(argv, env=api.env(), capture_output=True, timeout=300, check=True)
+    for manifest in (V1_OPERATOR, *(TRAINER if "trainer" in served else ())):
+        argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", "-f", str(manifest)]
+        subprocess.run(argv, env=api.env(), capture_output=True, timeout=300, check=True)
     settings = SETTINGS.replace("nccl_tests_all_reduce]", "]").replace(", ]", "]")
+    setting = "auto"
+    if "trainer" in served:
+        setting = "v1"
+        settings += "k8s_job_api: v1\n"
     results, _ = run_k8s(tmp_path, api, settings)
     assert results["k8s"]["job_api"] == "v1"
-    assert results["k8s"]["chosen_by"] == "k8s_job_api: auto; the cluster served: v1"
-    assert {o["metadata"]["name"] for o in api.objects("customresourcedefinitions")} == {
+    assert results["k8s"]["chosen_by"] == f"k8s_job_api: {setting}; the cluster served: {served}"
+    assert {o["metadata"]["name"] for o in api.objects("customresourcedefinitions")} >= {
         "pytorchjobs.kubeflow.org",
         "mpijobs.kubeflow.org",  # the role's v1 install, the MPI operator with it
     }
