@@ -43,14 +43,14 @@ def api(tmp_path: Path) -> Iterator[ApiServer]:
         yield server
 
 
-def run_k8s(tmp_path: Path, api: ApiServer, settings: str) -> tuple[dict[str, Any], Path]:
+def run_k8s(tmp_path: Path, api: ApiServer, settings: str, *flags: str) -> tuple[dict[str, Any], Path]:
     inventory = tmp_path / "inventory"
     (inventory / "group_vars").mkdir(parents=True)
     (inventory / "hosts.yml").write_text("all:\n  hosts: {}\n")
     (inventory / "group_vars" / "all.yml").write_text(settings)
     run_dir = tmp_path / "run"
     env = {**api.env(), "KUBECONFIG": str(api.kubeconfig), "NEBIUS_IAM_TOKEN": SECRET}
-    run = run_cli("--inventory", str(inventory / "hosts.yml"), "--run-dir", str(run_dir), env=env)
+    run = run_cli("--inventory", str(inventory / "hosts.yml"), "--run-dir", str(run_dir), *flags, env=env)
     assert run.rc == 1, run.stdout[-3000:] + run.stderr[-3000:]  # FAIL: a verdict, not a broken run
     results = json.loads((run_dir / "results.json").read_text())
     stages = {s["name"]: s["status"] for s in results["stages"]}
@@ -64,7 +64,7 @@ def run_k8s(tmp_path: Path, api: ApiServer, settings: str) -> tuple[dict[str, An
 def test_a_k8s_run_on_a_fresh_cluster_installs_trainer_v2_and_runs_trainjobs(
     tmp_path: Path, api: ApiServer
 ) -> None:
-    results, run_dir = run_k8s(tmp_path, api, SETTINGS)
+    results, run_dir = run_k8s(tmp_path, api, SETTINGS, "--keep")
     assert {o["metadata"]["name"] for o in api.objects("customresourcedefinitions")} == {
         "jobsets.jobset.x-k8s.io",
         "trainjobs.trainer.kubeflow.org",
@@ -89,7 +89,14 @@ def test_a_k8s_run_on_a_fresh_cluster_installs_trainer_v2_and_runs_trainjobs(
     summary = (run_dir / "summary.txt").read_text()
     assert "Kubeflow Trainer v2 and JobSet ready" in summary
     assert "2 job(s) ran as TrainJob (trainer.kubeflow.org/v1alpha1, Kubeflow Trainer v2)" in summary
-    for plural in ("trainjobs", "jobsets", "jobs", "pods"):  # teardown deleted them and all they made
+    # --keep: the TrainJobs stay for a look (their JobSets, and the launchers' Jobs and pods with them);
+    # a teardown given the run dir deletes them and all they made.
+    assert len(api.objects("trainjobs", "pav")) == 2 and api.objects("jobsets", "pav")
+    env = {**api.env(), "KUBECONFIG": str(api.kubeconfig)}
+    inventory = str(tmp_path / "inventory" / "hosts.yml")
+    down = run_cli("--inventory", inventory, "--stages", "teardown", "--run-dir", str(run_dir), env=env)
+    assert down.rc == 0, down.stdout[-3000:] + down.stderr[-3000:]
+    for plural in ("trainjobs", "jobsets", "jobs", "pods"):
         assert api.objects(plural, "pav") == [], plural
 
 
