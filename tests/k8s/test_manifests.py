@@ -31,12 +31,12 @@ from pav.settings import load_settings, settings_from
 ENV = "nebius-eu-k8s"
 K8S_VERSION = "1.31.0"  # the cluster version the Terraform module defaults to
 FILES = paths.ROLES / "training_operator" / "files"
-TRAINER = FILES / "kubeflow-trainer-v2.3.0" / "trainer.yaml"
+TRAINER = FILES / "kubeflow-trainer-v2.3.0"  # a folder: the namespace, a file per CRD, the controller
 CRDS = {
-    "PyTorchJob": FILES / "training-operator-v1.8.1" / "training-operator.yaml",
-    "MPIJob": FILES / "mpi-operator-v0.6.0" / "mpi-operator.yaml",
-    "TrainJob": TRAINER,
-    "ClusterTrainingRuntime": TRAINER,
+    "PyTorchJob": [FILES / "training-operator-v1.8.1" / "training-operator.yaml"],
+    "MPIJob": [FILES / "mpi-operator-v0.6.0" / "mpi-operator.yaml"],
+    "TrainJob": [TRAINER / "03-crd-trainjobs.yaml"],
+    "ClusterTrainingRuntime": [TRAINER / "01-crd-clustertrainingruntimes.yaml"],
 }
 TESTS = ["torch_nccl_allreduce", "nccl_tests_all_reduce"]
 
@@ -46,7 +46,10 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are 600 KB ea
 
 @pytest.fixture(scope="module")
 def pinned() -> dict[str, list[dict[str, Any]]]:
-    return {kind: [d for d in yaml.load_all(path.read_text(), LOADER) if d] for kind, path in CRDS.items()}
+    return {
+        kind: [d for path in paths for d in yaml.load_all(path.read_text(), LOADER) if d]
+        for kind, paths in CRDS.items()
+    }
 
 
 def written(tmp_path_factory: pytest.TempPathFactory, api: str) -> dict[str, dict[str, Any]]:

@@ -30,7 +30,7 @@ pav_test_timeout_s: 300
 nccl_env_fabric: socket
 """
 FILES = paths.ROLES / "training_operator" / "files"
-TRAINER = (FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0" / "trainer.yaml")
+TRAINER = (FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0")
 TRAINER_NAMESPACES = ("kubeflow-system", "jobset-system")
 V1_OPERATOR = (
     paths.ROLES / "training_operator" / "files" / "training-operator-v1.8.1" / "training-operator.yaml"

@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("k8s-pods")]
 
 INVENTORY = paths.INVENTORIES / "nebius-eu-k8s"
 FILES = paths.ROOT / "roles" / "training_operator" / "files"
-TRAINER = [FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0" / "trainer.yaml"]
+TRAINER = [FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0"]
 V1 = FILES / "training-operator-v1.8.1" / "training-operator.yaml"
 NAMESPACES = ("jobset-system", "kubeflow-system", "kubeflow", "pav")
 
