@@ -7,7 +7,7 @@ from typing import Any
 
 from pav.reporting.plots import MEASURED, Figure, _where
 from pav.reporting.svg import PALETTE, Chart, GateLine, Series, time_chart
-from pav.thresholds.burn_in import FRACTION
+from pav.thresholds.burn_in import FRACTION, gpu_order
 
 # (window field, chart title, unit) of the per-host charts.
 HOST_CHARTS = (("sm_mhz_min", "lowest SM clock per window", "MHz"),
@@ -22,12 +22,12 @@ def burn_in_figures(results: dict[str, Any]) -> list[Figure]:
             continue
         where = _where(test)
         labels = _labels(test)
-        for position, key in enumerate(sorted(gpus, key=_order)):
+        for position, key in enumerate(sorted(gpus, key=gpu_order)):
             figures.append(_throughput(where, key, labels.get(key, f"GPU {key}"), gpus[key], position))
         for field, title, unit in HOST_CHARTS:
             series = [
                 Series(labels.get(k, f"GPU {k}"), _points(gpus[k], field), PALETTE[i % len(PALETTE)])
-                for i, k in enumerate(sorted(gpus, key=_order))
+                for i, k in enumerate(sorted(gpus, key=gpu_order))
             ]
             series = [s for s in series if s.points]
             if series:
@@ -60,7 +60,3 @@ def _labels(test: dict[str, Any]) -> dict[str, str]:
         for g in (test.get("threshold") or {}).get("gates") or []
         if g.get("basis") == "burn-in" and g.get("part") and "." in str(g.get("metric"))
     }
-
-
-def _order(key: str) -> tuple[int, str]:
-    return (int(key), key) if key.isdigit() else (1 << 30, key)

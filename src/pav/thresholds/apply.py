@@ -49,10 +49,12 @@ def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profil
     hold whatever profile was chosen: they compare a GPU with itself and its host, not with a datasheet)."""
     for test in tests:
         spec = spec_of(test.name)
-        hw = derivation.hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None
-        if spec is not None and spec.burn_in:
-            _judge_burn_in(test, hw)
-        _name_sdc_parts(test, hw)
+        if spec is None or not (spec.burn_in or spec.sdc):
+            continue
+        labels = _labels(test, derivation.hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None)
+        if spec.burn_in:
+            _judge_burn_in(test, labels)
+        _name_sdc_parts(test, labels)
     if chosen_profile == CHOSEN_WITHOUT_GATES:
         return
     hardware = derivation.hardware
@@ -128,29 +130,30 @@ def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) ->
         test.status = "error"
         test.reason = f"no performance gate for {missing[0].metric}: {missing[0].fact}"
         test.reason += f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    _fail_with(test, failures)
+
+
+def _fail_with(test: TestResult, failures: list[str]) -> None:
+    """A failing gate fails a test that passed and adds its reason to the test's own."""
     if failures:
         if test.status == "pass":
             test.status, test.reason = "fail", ""
         test.reason = "; ".join([r for r in (test.reason, *failures) if r])
 
 
-def _judge_burn_in(test: TestResult, hw: HostHardware | None) -> None:
+def _judge_burn_in(test: TestResult, labels: dict[str, str]) -> None:
     if test.status not in ("pass", "fail"):
         return  # skipped, or an error that left no series to judge
-    checked = burn_in_checks(test.metrics, _labels(test, hw))
+    checked = burn_in_checks(test.metrics, labels)
     test.threshold.setdefault("gates", []).extend(checked)
-    failures = [c["reason"] for c in checked if c["status"] != "pass"]
-    if failures:
-        if test.status == "pass":
-            test.status, test.reason = "fail", ""
-        test.reason = "; ".join([r for r in (test.reason, *failures) if r])
+    _fail_with(test, [c["reason"] for c in checked if c["status"] != "pass"])
 
 
-def _name_sdc_parts(test: TestResult, hw: HostHardware | None) -> None:
+def _name_sdc_parts(test: TestResult, labels: dict[str, str]) -> None:
     """The GPU an SDC check caught, as the test's problem (the bad parts name it, not the host)."""
     if test.status != "fail":
         return
-    found = sdc_problems(test.metrics, _labels(test, hw))
+    found = sdc_problems(test.metrics, labels)
     if found:
         test.threshold["problems"] = [*test.threshold.get("problems", []), *found]
 

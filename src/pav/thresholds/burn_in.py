@@ -63,9 +63,9 @@ def burn_in_checks(metrics: dict[str, Any], labels: dict[str, str]) -> list[dict
     gpus = (metrics.get("burn_in") or {}).get("gpus") or {}
     best = _best(gpus)
     out: list[Check] = []
-    for key in sorted(gpus, key=_order):
-        series = gpus[key]
-        label = labels.get(key) or _label(key, (metrics.get("gpu") or {}).get(key), series.get("device_type"))
+    for key in sorted(gpus, key=gpu_order):
+        series, ident = gpus[key], (metrics.get("gpu") or {}).get(key)
+        label = labels.get(key) or gpu_label(key, ident, series.get("device_type"))
         out += gpu_checks(key, series, label, best, labels)
     return [c.record() for c in out]
 
@@ -161,7 +161,7 @@ def _minute(t_s: Any) -> str:
     return f"minute {int(float(t_s or 0) // 60) + 1}"
 
 
-def _label(key: str, ident: Any, device_type: Any) -> str:
+def gpu_label(key: str, ident: Any, device_type: Any) -> str:
     """Without the host's facts: as the payload saw the GPU (a CPU rank of a test on CPUs by its rank)."""
     if device_type == "cpu":
         return f"local rank {key} (CPU)"
@@ -170,5 +170,6 @@ def _label(key: str, ident: Any, device_type: Any) -> str:
     return f"GPU {key} ({ids})" if ids else f"GPU {key}"
 
 
-def _order(key: str) -> tuple[int, str]:
+def gpu_order(key: str) -> tuple[int, str]:
+    """Local GPU keys in index order ("10" after "9")."""
     return (int(key), key) if key.isdigit() else (1 << 30, key)

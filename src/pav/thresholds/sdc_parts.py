@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pav.thresholds.burn_in import gpu_label
+
 
 def sdc_records(metrics: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Each local GPU's SDC records: sdc_check's one check, or gpu_burn's checks at its start and end."""
@@ -27,7 +29,7 @@ def sdc_problems(metrics: dict[str, Any], labels: dict[str, str]) -> list[dict[s
         wrong = [r for r in records if int(r.get("mismatch_count") or 0) > 0]
         if not wrong:
             continue
-        label = labels.get(key) or f"GPU {key}"
+        label = labels.get(key) or gpu_label(key, (metrics.get("gpu") or {}).get(key), None)
         first = (wrong[0].get("mismatches") or [{}])[0]
         where = (
             f"repetition {first.get('rep')} of {wrong[0].get('reps')} differs from "
