@@ -13,6 +13,7 @@ from typing import Any
 
 from pav import pipeline
 from pav.context import Options
+from pav.reporting import marks
 from pav.results import TestResult
 from pav.slurm import drain
 from pav.stages import drain as drain_stage
@@ -137,3 +138,20 @@ def test_no_inventory_is_a_failed_drain_not_an_error(tmp_path: Path) -> None:
     drain_stage.run(ctx)
     [action] = ctx.results.actions
     assert action["ok"] is False and "no inventory" in action["detail"]
+
+
+def test_a_bug_in_a_marking_step_is_an_action_and_a_log_never_an_exception(tmp_path: Path) -> None:
+    """Slurm's drain and recheck and Kubernetes' taint all run after the report through marks.guarded: a
+    bug there must not cost the teardown after it, and the run says what it left unchanged."""
+    actions: list[dict[str, Any]] = []
+
+    def broken() -> None:
+        raise KeyError("gone")
+
+    marks.guarded(tmp_path, actions, "slurm drain", broken, "no node was drained by it")
+    assert actions == [{"action": "slurm drain", "host": "", "reason": "", "tests": [], "ok": False,
+                        "detail": "internal error: KeyError('gone'); see driver-error.txt "
+                                  "(no node was drained by it)"}]  # fmt: skip
+    assert "KeyError: 'gone'" in (tmp_path / "driver-error.txt").read_text()
+    marks.guarded(tmp_path, actions, "slurm drain", lambda: None, "-")
+    assert len(actions) == 1

@@ -10,8 +10,6 @@ else are listed, never touched. Never raises past its step: each node's outcome 
 
 from __future__ import annotations
 
-import traceback
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -33,20 +31,11 @@ def kubectl(ctx: RunContext) -> Kubectl:
 
 def after_report(ctx: RunContext) -> None:
     """--on-fail taint, or --recheck's return of the nodes that passed; neither without its flag."""
+    left = "no node was changed by it"
     if ctx.options.recheck:
-        _guarded(ctx, taint.RECHECK, _untaint_passed)
+        marks.guarded(ctx.run_dir, ctx.results.actions, taint.RECHECK, lambda: _untaint_passed(ctx), left)
     elif ctx.options.on_fail == "taint":
-        _guarded(ctx, taint.ACTION, _taint)
-
-
-def _guarded(ctx: RunContext, action: str, step: Callable[[RunContext], None]) -> None:
-    try:
-        step(ctx)
-    except Exception as exc:  # a bug must not cost the teardown after it
-        with (ctx.run_dir / "driver-error.txt").open("a") as out:
-            out.write(f"{action}:\n" + traceback.format_exc() + "\n")
-        note = f"internal error: {exc!r}; see driver-error.txt (no node was changed by it)"
-        ctx.results.actions.append({"action": action, "host": "", "ok": False, "detail": note})
+        marks.guarded(ctx.run_dir, ctx.results.actions, taint.ACTION, lambda: _taint(ctx), left)
 
 
 def _taint(ctx: RunContext) -> None:
@@ -106,10 +95,7 @@ def _untaint_passed(ctx: RunContext) -> None:
     mine = [a for a in ctx.results.actions if a["action"] == taint.RECHECK and a["tests"] and a["ok"] is None]
     results = ctx.results.to_dict()
     for act in mine:
-        if ctx.results.verdict not in ("PASS", "FAIL"):
-            ok, why = False, f"the recheck run ended {ctx.results.verdict}"
-        else:
-            ok, why = marks.passed(act["host"], tuple(act["tests"]), results)
+        ok, why = marks.passed(act["host"], tuple(act["tests"]), results)
         if not ok:
             act["detail"] = f"kept tainted: {why}"
             continue

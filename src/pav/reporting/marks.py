@@ -10,7 +10,10 @@ from an operator's.
 
 from __future__ import annotations
 
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pav.reporting import bad_parts
@@ -81,7 +84,10 @@ def plain(text: str) -> str:
 
 def passed(host: str, tests: tuple[str, ...], results: dict[str, Any]) -> tuple[bool, str]:
     """(True, why) where every test the host failed passed on it now and no bad part names it: a recheck
-    returns only such a host (a drained Slurm node, a tainted Kubernetes node)."""
+    returns only such a host (a drained Slurm node, a tainted Kubernetes node). A recheck run that reached
+    no verdict (ERROR, NONE) returns none."""
+    if results.get("verdict") not in ("PASS", "FAIL"):
+        return False, f"the recheck run ended {results.get('verdict')}"
     named = [p for p in bad_parts.find(results) if host in p.hosts]
     if named:
         return False, f"still failing: {named[0].line()}"
@@ -92,3 +98,17 @@ def passed(host: str, tests: tuple[str, ...], results: dict[str, Any]) -> tuple[
     if missing:
         return False, "not passed again: " + ", ".join(f"{t} {status.get(t, 'not run')}" for t in missing)
     return True, f"passed {', '.join(tests)}"
+
+
+def guarded(
+    run_dir: Path, actions: list[dict[str, Any]], action: str, step: Callable[[], None], left: str
+) -> None:
+    """Run a marking step after the report; a bug in it is an `actions` entry and driver-error.txt, never an
+    exception (it must not cost the teardown after it). left: what the failed step did not change."""
+    try:
+        step()
+    except Exception as exc:
+        with (run_dir / "driver-error.txt").open("a") as out:
+            out.write(f"{action}:\n" + traceback.format_exc() + "\n")
+        note = f"internal error: {exc!r}; see driver-error.txt ({left})"
+        actions.append({"action": action, "host": "", "reason": "", "tests": [], "ok": False, "detail": note})

@@ -4,11 +4,11 @@ an entry of results.json `actions` and a summary line; the verdict and the exit 
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import replace
 
 from pav.context import RunContext
 from pav.errors import PavError
+from pav.reporting import marks
 from pav.slurm import drain
 from pav.stages.playbook import play
 
@@ -21,13 +21,8 @@ FIX = (
 def run(ctx: RunContext) -> None:
     if ctx.options.on_fail != "drain" or ctx.options.recheck:  # a recheck keeps its nodes' drains
         return
-    try:
-        ctx.results.actions += drain.records(act(ctx))
-    except Exception as exc:  # a bug must not cost the teardown after it
-        with (ctx.run_dir / "driver-error.txt").open("a") as out:
-            out.write("slurm drain:\n" + traceback.format_exc() + "\n")
-        note = f"internal error: {exc!r}; see driver-error.txt (no node was drained by it)"
-        ctx.results.actions.append({"action": "slurm drain", "host": "", "ok": False, "detail": note})
+    step = lambda: ctx.results.actions.extend(drain.records(act(ctx)))  # noqa: E731
+    marks.guarded(ctx.run_dir, ctx.results.actions, "slurm drain", step, "no node was drained by it")
 
 
 def act(ctx: RunContext) -> list[drain.Drain]:

@@ -5,7 +5,6 @@ Each node's outcome is an entry of results.json `actions` and a summary line."""
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -16,6 +15,7 @@ from pav.context import RunContext
 from pav.errors import PavError
 from pav.launch import Launch
 from pav.launches import HostView, plan_launches
+from pav.reporting import marks
 from pav.results import TestResult
 from pav.slurm import recheck
 from pav.stages.playbook import play
@@ -84,13 +84,7 @@ def resume(ctx: RunContext) -> None:
     """After the report: RESUME each rechecked node that passed; never raises."""
     if not ctx.options.recheck:
         return
-    try:
-        _resume(ctx)
-    except Exception as exc:  # a bug must not cost the teardown after it
-        with (ctx.run_dir / "driver-error.txt").open("a") as out:
-            out.write("slurm recheck:\n" + traceback.format_exc() + "\n")
-        ctx.results.actions.append(_left("", f"internal error: {exc!r}; see driver-error.txt"))
-        ctx.results.actions[-1]["ok"] = False
+    marks.guarded(ctx.run_dir, ctx.results.actions, ACTION, lambda: _resume(ctx), "no node was resumed by it")
 
 
 def _resume(ctx: RunContext) -> None:
@@ -98,10 +92,7 @@ def _resume(ctx: RunContext) -> None:
     results = ctx.results.to_dict()
     good = []
     for act in mine:
-        if ctx.results.verdict not in ("PASS", "FAIL"):
-            ok, why = False, f"the recheck run ended {ctx.results.verdict}"
-        else:
-            ok, why = recheck.passed(act["host"], tuple(act["tests"]), results)
+        ok, why = recheck.passed(act["host"], tuple(act["tests"]), results)
         act["detail"] = why if ok else f"kept drained: {why}"
         good += [act] if ok else []
     if not good:
