@@ -222,7 +222,16 @@ def _train_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     first = metrics[0]
     loss_first, loss_last = first.get("loss_first"), first.get("loss_last")
     out: dict[str, Any] = {
-        k: first.get(k) for k in ("model", "mode", "loss_first", "loss_last", "peak_memory_bytes")
+        k: first.get(k)
+        for k in (
+            "model",
+            "mode",
+            "parameters",
+            "compute_dtype",
+            "loss_first",
+            "loss_last",
+            "peak_memory_bytes",
+        )
     }
     out["step_time_s_median"] = (first.get("step_time_s") or {}).get("median")
     if loss_first and loss_last is not None:

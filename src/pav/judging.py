@@ -34,7 +34,7 @@ from pav.thresholds.apply import (
 )
 from pav.thresholds.gate import Gate
 from pav.thresholds.profiles import Profile, auto_profile, read_profile
-from pav.thresholds.scaling import DERIVED, add_scaling, split_gates
+from pav.thresholds.scaling import DERIVED, add_scaling, floor_of, split_gates
 
 # How a re-judged test got its status: today's gates judged its measurements; it kept the outcome it was
 # recorded with (skipped, or decided before any gate: an error, a rank's failure, a timeout); or it is a
@@ -98,8 +98,12 @@ class Judge:
         return health.health_results(dict(self.hosts))
 
     def scaling(self, tests: list[TestResult], due: Mapping[str, list[Gate]]) -> None:
-        """The metrics that need two tests (scaling efficiency) and their gates (due: test -> gates)."""
-        add_scaling(tests, dict(due))
+        """The metrics that need two tests (scaling efficiency) and their gates (due: test -> the profile's;
+        where it has none, the bound the host's own figures set, unless gpu-correctness was chosen)."""
+        floors = {
+            host: floor for host, gates in self.derivation.per_host.items() if (floor := floor_of(gates))
+        }
+        add_scaling(tests, dict(due), self.chosen != CHOSEN_WITHOUT_GATES, floors)
 
     def gates_record(self, tests: list[TestResult]) -> dict[str, Any]:
         """results.json's `gates`."""

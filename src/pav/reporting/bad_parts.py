@@ -146,7 +146,7 @@ def _derived(test: str, gate: dict[str, Any]) -> Figure:
     if _number(gate.get("fraction")) is not None and _number(gate.get("limit")) is not None:
         text += f" = {_fmt(gate['fraction'])} x {_fmt(gate['limit'])}"
     part = str(gate.get("part") or "host")
-    cause = causes.figure_cause(part, metric)
+    cause = causes.figure_cause(part, metric) if value is not None else causes.NOT_MEASURED
     source, score = str(gate.get("source") or ""), _score(value, bound, None)
     return Figure(test, metric, value, text, source, str(gate["basis"]), cause, score)
 
@@ -160,7 +160,8 @@ def _profile(test: str, raw: dict[str, Any], metrics: dict[str, Any]) -> Figure 
     if not gate.check(metrics) or (value is None and raw.get("implied")):
         return None
     bounds = [f"{sign} {_fmt(b)}" for sign, b in ((">=", low), ("<=", high)) if b is not None]
-    cause, score = causes.figure_cause("host", gate.metric), _score(value, low, high)
+    cause = causes.figure_cause("host", gate.metric) if value is not None else causes.NOT_MEASURED
+    score = _score(value, low, high)
     return Figure(
         test, gate.metric, value, " and ".join(bounds), gate.why or "the profile", "profile", cause, score
     )

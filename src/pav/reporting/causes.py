@@ -22,6 +22,11 @@ SLOW_TRAINING = (
     "slow training: throttled GPU clocks (nvidia-smi -q -d PERFORMANCE), CPU or NUMA binding, "
     "or the same link problems that lower bandwidth"
 )
+# A figure the run never produced names no hardware: what stopped it is in the test's reason and log.
+NOT_MEASURED = (
+    "not measured: the test did not produce this figure (it stopped early, ran other sizes or ops, or its "
+    "baseline did not run); the test's reason and log excerpt say why"
+)
 NOT_LEARNING = "training did not learn: wrong numerics on a GPU, or a broken payload"
 # (pattern on the test's reason, likely cause). First match wins, so the specific rules come first.
 RULES: tuple[tuple[str, str], ...] = (

@@ -30,7 +30,7 @@ from pav.yamlfile import load_mapping
 
 SIZE = 8 << 30  # the largest size the collective tests measure (catalog.BIG_SIZES, nccl-tests -e 8G)
 PER_GPU = ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps")
-UNITS = {"gemm_bf16_tflops": "TFLOP/s"}
+UNITS = {"gemm_bf16_tflops": "TFLOP/s", "scaling_efficiency": ""}
 # The tests across hosts gated on the fabric (derive_fabric), in catalog order.
 INTER_NODE = tuple(spec.name for spec in CATALOG.values() if spec.inter_node_metric)
 SPECS = "thresholds/hardware/gpus.yml"
@@ -63,7 +63,7 @@ class DerivedGate:
 
     def reason(self, value: float | None) -> str:
         unit = UNITS.get(self.metric.split(".")[0], "GB/s")
-        measured = "not measured" if value is None else f"{value:.4g} {unit}"
+        measured = "not measured" if value is None else f"{value:.4g} {unit}".rstrip()
         return (
             f"{self.part}: {self.metric} {measured}, expected >= {self.min:.4g} "
             f"= {self.fraction:g} x {self.limit:.4g} ({self.source})"
