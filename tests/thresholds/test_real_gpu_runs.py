@@ -93,6 +93,25 @@ CALIBRATION = (
         ("train_gpu_ddp_multi", "train_gpu_fsdp_multi"),
     ),
 )
+# Session 20 (issue 46), 2x H200: the test sets users run, no --tests. --env local (17 tests: DDP scaling of
+# the transformer and ResNet-50 against their derived bounds) and an own inventory (the default 4) PASS.
+# The bed of two 1-GPU nodes: every training gate passes over NVLink (FSDP's node scaling measured, 0.942,
+# on one rank a node), the mpirun tests ended at once (the image's OMPI_MCA_plm=isolated: pav-mpirun sets
+# plm rsh since); over sockets the node scaling fails naming the network between the nodes.
+MPIRUN = ("nccl_tests_all_reduce_multi",)
+NO_ROWS = "no result rows and no '# Avg bus bandwidth' trailer"
+CALIBRATION += (
+    Run("h200x2b-healthy-default", "PASS"),
+    Run("h200x2b-inventory-default", "PASS"),
+    Run("h200x2b-split-1x1-nvlink", "FAIL", NO_ROWS, (*MPIRUN, "mpi_allreduce")),
+    Run(
+        "h200x2b-split-1x1-socket",
+        "FAIL",
+        "scaling_efficiency_nodes=0.694",
+        (*MPIRUN, "train_gpu_ddp_multi", "train_gpu_fsdp_multi", "mpi_allreduce"),
+        part="train_gpu_ddp_multi",
+    ),
+)
 HEALTHY = [run for run in CALIBRATION if run.verdict == "PASS"]
 GPU_BUSY = [run for run in CALIBRATION if "gpu-busy" in run.fixture]
 
