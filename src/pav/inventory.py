@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -91,10 +92,24 @@ def resolve_hosts(inventory_file: Path, label: Path | None = None) -> list[Host]
     names = _all_hosts(data)
     if not names:
         raise PavError(f"inventory {shown} has no hosts; add at least one host under all.hosts")
+    check_host_names(names, shown)
     return [Host(n, str(hostvars.get(n, {}).get("ansible_host", n)), hostvars.get(n, {})) for n in names]
 
 
 GROUP_KEYS = ("hosts", "children", "vars")
+# A host's inventory name becomes a folder of the run dir, part of a process marker and of Slurm and k8s
+# commands: it is data, so only the characters of a host name or address are taken (issue 47).
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
+
+
+def check_host_names(names: list[str], shown: Path) -> None:
+    """One line for the first inventory name that is not a plain host name or address."""
+    for name in names:
+        if not HOST_NAME.fullmatch(name) or ".." in name:
+            raise PavError(
+                f"inventory {shown}: host name {name!r} is not a plain host name (letters, digits, '.', "
+                "'_' and '-', not starting with '.' or '-', no '..'); rename it, the address in ansible_host"
+            )
 
 
 def check_yaml_shape(data: Any, shown: Path) -> None:
