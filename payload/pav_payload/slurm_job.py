@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -144,6 +145,20 @@ def copy_record(out: Path, folder: Path) -> None:
             shutil.copyfile(out / name, folder / name)
 
 
+def private_dir(folder: Path) -> None:
+    """The run's folder on the shared filesystem, where every node's tasks start Python (issue 47): made
+    0700 by this user, or, made already by an earlier job of the run, still this user's and closed to others.
+    Anyone else's folder there is refused, never used."""
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    found = folder.lstat()
+    if stat.S_ISLNK(found.st_mode) or found.st_uid != os.geteuid() or found.st_mode & 0o077:
+        raise SystemExit(
+            f"pav: the run's shared folder {folder} is not this user's private folder (uid {found.st_uid}, "
+            f"mode {stat.S_IMODE(found.st_mode):o}); someone else made it: remove it and run again"
+        )
+
+
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
     raise Stop(signal.Signals(signum).name)
 
@@ -154,9 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for slurm.json, job.log, reports")
     parser.add_argument("--gather", type=Path, help="folder whose rank reports are moved into --out")
     parser.add_argument("--mkdir", type=Path, action="append", default=[], help="folder to make first")
+    parser.add_argument("--private-dir", type=Path, help="the run's shared folder: made 0700, or refused")
     parser.add_argument("--record-to", type=Path, action="append", default=[], help="another test's folder")
     parser.add_argument("--poll-s", type=float, default=1.0)
     args = parser.parse_args(argv)
+    if args.private_dir is not None:
+        private_dir(args.private_dir)
     for folder in [args.out, *args.mkdir]:
         folder.mkdir(parents=True, exist_ok=True)
     # The job's tasks run this Python too (the job script calls "$PAV_PYTHON"), wherever they land.

@@ -203,6 +203,10 @@ def _message(res: dict[str, Any]) -> str:
     said = [ln.strip() for ln in str(res.get("module_stderr") or "").splitlines() if ln.strip()]
     if "Module result deserialization failed" in str(msg) and said:
         msg = _python_did_not_run(res, said)
+    # A script's or command's own last word says why it stopped; "non-zero return code" does not.
+    stderr = [ln.strip() for ln in str(res.get("stderr") or "").splitlines() if ln.strip()]
+    if msg == "non-zero return code" and stderr:
+        msg = stderr[-1]
     return " ".join(str(msg).split())[:400]
 
 

@@ -20,11 +20,46 @@ from pathlib import Path
 
 UNCHANGED = "unchanged"
 
-_HEAD = """#!/bin/sh
+_HEAD = r"""#!/bin/sh
 # pav payload: sh THIS_FILE DEST unpacks pav_payload/ into DEST (made by provision-and-validate's driver).
 set -eu
 umask 022
 dest=$1
+uid=$(id -u)
+who=$( [ "$uid" = 0 ] || id -un)
+# DEST goes on every launch's PYTHONPATH, run as root: each folder on the way to it must be owned by root or
+# this user and writable by no one else (a root-owned sticky folder such as /var/tmp may lie on the way),
+# and so must everything in it. A planted folder or file is refused, never used (issue 47).
+refuse() {{
+  echo "pav: unsafe payload folder: $1 is owned by $(stat -L -c '%U (uid %u), mode %a' "$1");" \
+    "it must be owned by root${{who:+ or $who}} and writable by no one else:" \
+    "remove it, or set pav_remote_dir" >&2
+  exit 3
+}}
+owned() {{ case $(stat -c %u "$1") in 0|"$uid") ;; *) refuse "$1" ;; esac; }}
+set -f
+path=
+for part in $(echo "$dest" | tr '/' ' '); do
+  path="$path/$part"
+  [ -e "$path" ] || break
+  owned "$path"
+  set -- $(stat -L -c '%u %a' "$path")
+  case $1 in 0|"$uid") ;; *) refuse "$path" ;; esac
+  # Others may write it only if it is root's and sticky (/tmp, /var/tmp): nobody else can replace our folder.
+  if [ $(( 0$2 & 022 )) -ne 0 ] && {{ [ "$1" != 0 ] || [ $(( 0$2 & 01000 )) -eq 0 ]; }}; then
+    refuse "$path"
+  fi
+done
+set +f
+if [ -d "$dest" ]; then
+  bad=$(find "$dest" \( ! -user 0 ! -user "$uid" \) -print -quit -o ! -type l -perm /022 -print -quit)
+  [ -z "$bad" ] || refuse "$bad"
+  # Files the payload does not ship go (bytecode caches aside): nothing but the payload is importable.
+  find "$dest" ! -type d ! -path '*/__pycache__/*' | while read -r file; do
+    grep -qxF "${{file#"$dest"/}}" <<'PAV_NAMES' || rm -f -- "$file"
+{names}PAV_NAMES
+  done
+fi
 if [ -d "$dest" ] && (cd "$dest" && sha256sum --status -c - 2>/dev/null) <<'PAV_SUMS'
 {sums}PAV_SUMS
 then
@@ -45,6 +80,7 @@ def write_installer(script: Path, package: Path) -> Path:
     script.write_text(
         _HEAD.format(
             sums="".join(f"{hashlib.sha256(m.data).hexdigest()}  {m.name}\n" for m in members),
+            names="".join(f"{m.name}\n" for m in members),
             unchanged=UNCHANGED,
             data=_base64_lines(_targz(members)),
         )

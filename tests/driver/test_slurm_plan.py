@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -46,7 +47,9 @@ def test_cluster_run_is_one_job_submitted_from_the_first_host(tmp_path: Path) ->
     assert launch.ranks_by_host == {"h0": 6}  # 3 nodes x pav_cpu_procs_per_host
     argv = launch.argv_by_host["h0"]
     assert argv[1:3] == ["-m", "pav_payload.slurm_job"]
-    assert argv[argv.index("--gather") + 1] == "/shared/pav-r1/ddp_cpu_train_multi"
+    shared = argv[argv.index("--private-dir") + 1]  # unguessable, made 0700 by the job (issue 47)
+    assert re.fullmatch(r"/shared/pav-r1-[0-9a-f]{16}", shared)
+    assert argv[argv.index("--gather") + 1] == f"{shared}/ddp_cpu_train_multi"
     script = (tmp_path / "slurm" / "ddp_cpu_train_multi.sbatch").read_text()
     wanted = ["#SBATCH --nodes=3", "#SBATCH --ntasks-per-node=1", "#SBATCH --cpus-per-task=16"]
     wanted += ["#SBATCH --exclusive", "#SBATCH --time=6", "--nproc-per-node 2", "--rdzv-backend c10d"]

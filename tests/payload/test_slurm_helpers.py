@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import PAYLOAD
 
 
@@ -56,3 +58,22 @@ def test_cpu_binding_counts_the_affinity_mask(tmp_path: Path) -> None:
 def test_gpu_binding_without_gpus_fails(tmp_path: Path) -> None:
     rc, report = check(tmp_path, "gpu-binding", "--gpus-per-task", "1", env={"CUDA_VISIBLE_DEVICES": ""})
     assert rc == 1 and report["status"] == "fail" and "CUDA_VISIBLE_DEVICES=(unset)" in report["reason"]
+
+
+def test_the_runs_shared_folder_is_made_private_or_refused(tmp_path: Path) -> None:
+    """Issue 47: the folder every node's tasks start Python in, on a filesystem others can write."""
+    from pav_payload.slurm_job import private_dir
+
+    mine = tmp_path / "pav-run-0123456789abcdef"
+    private_dir(mine)
+    private_dir(mine)  # a later job of the same run
+    assert mine.stat().st_mode & 0o777 == 0o700
+    planted = tmp_path / "pav-run-planted"
+    planted.mkdir(mode=0o777)
+    planted.chmod(0o777)
+    with pytest.raises(SystemExit, match=r"is not this user's private folder .*mode 777"):
+        private_dir(planted)
+    link = tmp_path / "pav-run-link"
+    link.symlink_to(mine)
+    with pytest.raises(SystemExit, match="someone else made it"):
+        private_dir(link)

@@ -380,6 +380,9 @@ def test_cloud_init_mounts_the_shared_filesystem(tmp_path: Path) -> None:
     assert "mkdir -p /mnt/shared" in commands
     assert any("pav-shared /mnt/shared virtiofs" in c and "/etc/fstab" in c for c in commands)
     assert any(c.startswith("mountpoint -q /mnt/shared || mount /mnt/shared") for c in commands)
+    # No folder everyone can write (issue 47): the mount is root's, the login user's runs go in a 0700 one.
+    assert "chmod 0755 /mnt/shared" in commands and not any("1777" in c for c in commands)
+    assert "install -d -m 0700 -o pav -g pav /mnt/shared/pav" in commands
 
 
 def test_docs_cost_table_is_the_catalogs(spec: Path) -> None:

@@ -18,6 +18,7 @@ record); run_tests runs it like any launch, with the launch's timeout.
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from pathlib import Path
 
@@ -85,7 +86,10 @@ class _Planner:
         self.timeout_for = timeout_for
         self.run_dir = run_dir
         self.remote_run = f"{settings.remote_dir}/runs/{run_id}"
-        self.shared_run = f"{settings.shared_dir.rstrip('/')}/pav-{run_id}" if settings.shared_dir else ""
+        # Unguessable, and made 0700 by the first job (slurm_job --private-dir): others who can write the
+        # shared folder cannot plant the folder every node's tasks start Python in (issue 47).
+        shared = f"{settings.shared_dir.rstrip('/')}/pav-{run_id}-{secrets.token_hex(8)}"
+        self.shared_run = shared if settings.shared_dir else ""
         self.submit = hosts[0]
 
     def _submit(self, job: Job, test: str, *extra: str) -> list[str]:
@@ -95,7 +99,7 @@ class _Planner:
                 "--out", f"results/{test}", *extra]  # fmt: skip
 
     def _launch(self, spec: TestSpec, job: Job, ranks: int, host: HostView, gather: bool) -> Launch:
-        gathering = ("--mkdir", job.workdir, "--mkdir", job.out, "--gather", job.out) if gather else ()
+        gathering = ("--private-dir", job.workdir, "--mkdir", job.out, "--gather", job.out) if gather else ()
         argv = self._submit(job, spec.name, *gathering)
         # sbatch exports the submitting environment to every task, the test's own (NCCL_ALGO=Ring) with it.
         launch = Launch(
