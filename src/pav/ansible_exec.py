@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import configparser
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -123,16 +122,35 @@ def run_playbook(
     return outcome
 
 
+# Each run's SSH control folder, made on first use by this driver: run dir's ansible/ -> the folder.
+_CONTROL_DIRS: dict[Path, Path] = {}
+
+
 def control_dir(ansible_dir: Path) -> Path:
-    """The run's SSH master connections keep their sockets in a folder of the run's own (under ansible.cfg's
-    short control_path_dir: a socket path has ~100 characters at most), so the run can close them."""
-    base = os.environ.get("ANSIBLE_SSH_CONTROL_PATH_DIR") or _configured("ssh_connection", "control_path_dir")
-    return Path(base or "/tmp/pav-cp") / hashlib.sha256(str(ansible_dir.resolve()).encode()).hexdigest()[:8]
+    """The run's SSH master connections keep their sockets in a folder of the run's own, so the run can close
+    them. Whoever can reach a socket can run commands as the run on every host: the folder is made by
+    mkdtemp (mode 0700, a new name no one can guess or make first), not a fixed path in a shared /tmp. In
+    /tmp, not the run dir: a socket path has ~100 characters at most (ANSIBLE_SSH_CONTROL_PATH_DIR: where
+    else, a short folder)."""
+    key = ansible_dir.resolve()
+    if key not in _CONTROL_DIRS:
+        base = os.environ.get("ANSIBLE_SSH_CONTROL_PATH_DIR") or "/tmp"
+        try:
+            _CONTROL_DIRS[key] = Path(tempfile.mkdtemp(prefix="pav-cp-", dir=base))
+        except OSError as exc:
+            raise PavError(
+                f"cannot make a folder for the run's SSH control sockets in {base}: {exc.strerror or exc}; "
+                "set ANSIBLE_SSH_CONTROL_PATH_DIR to a short folder you can write"
+            ) from None
+    return _CONTROL_DIRS[key]
 
 
 def close_connections(ansible_dir: Path) -> None:
-    """Stop the run's SSH masters: ControlPersist would keep each one alive for minutes after the run."""
-    folder = control_dir(ansible_dir)
+    """Stop the run's SSH masters: ControlPersist would keep each one alive for minutes after the run. Then
+    the folder goes; a second call finds none."""
+    folder = _CONTROL_DIRS.pop(ansible_dir.resolve(), None)
+    if folder is None:
+        return
     ssh = shutil.which("ssh")
     if ssh and folder.is_dir():
         for sock in sorted(folder.iterdir()):
@@ -141,12 +159,6 @@ def close_connections(ansible_dir: Path) -> None:
             except (OSError, subprocess.TimeoutExpired):
                 continue
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def _configured(section: str, key: str) -> str | None:
-    cfg = configparser.ConfigParser(interpolation=None)
-    cfg.read(paths.ANSIBLE_CFG)
-    return cfg.get(section, key, fallback=None)
 
 
 @contextmanager

@@ -250,7 +250,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
 
 def run(argv: list[str]) -> int:
     from pav import pipeline
-    from pav.ansible_exec import control_dir
+    from pav.ansible_exec import close_connections, control_dir
 
     args = build_parser().parse_args(argv)
     ctx = make_context(args)
@@ -264,7 +264,10 @@ def run(argv: list[str]) -> int:
         # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
         ctx.results.write(ctx.run_dir / "results.json")
         print(f"run dir: {ctx.run_dir}", flush=True)
-        code = pipeline.execute(ctx, platform)
+        try:
+            code = pipeline.execute(ctx, platform)
+        finally:
+            close_connections(ansible)  # k8s has no finish hook to remove the control folder made above
     link_kept_run(ctx)
     summary = (ctx.run_dir / "summary.txt").read_text()
     # The error line goes to stderr below, once; summary.txt keeps it for whoever reads the file.

@@ -140,11 +140,42 @@ def test_mpijob_launch_names_the_nccl_tests_binary(tmp_path: Path) -> None:
     log = "".join(f"=== pav-file {w}/launcher.rc\n0\n=== pav-end\n" for w in workers)
     log += "=== pav-file launcher.rc\n0\n=== pav-end\n"
     launch = Launch(host.test, "nccl_tests", host.scope, 60)
-    jobs.save_log(
-        launch, host, jobs.PodState(f"{host.name}-launcher-x7k2p", "launcher", "Succeeded"), log, tmp_path
-    )
+    launcher = jobs.PodState(f"{host.name}-launcher-x7k2p", "launcher", "Succeeded")
+    pods = [launcher, *(jobs.PodState(w, "worker", "Succeeded") for w in workers)]
+    jobs.save_log(launch, host, launcher, log, tmp_path, jobs.nodes_of(pods))
     assert launch.argv_by_host == {w: ["all_reduce_perf"] for w in workers}
     assert (tmp_path / "hosts" / workers[1] / "results" / host.test / "launcher.rc").read_text() == "0\n"
+
+
+def test_a_pod_log_writes_only_plain_files_of_the_jobs_own_nodes(tmp_path: Path) -> None:
+    """Whatever runs in the pod writes its log: a marker that climbs out of the run dir, names an absolute
+    path or a node outside the job is skipped, saying so, and gives no host a result."""
+    inventory = paths.INVENTORIES / "nebius-eu-k8s"
+    _, host = render.plan_jobs(
+        catalog.select(["nccl_tests_all_reduce_multi", "nccl_tests_all_reduce"]),
+        load_config(inventory), fabric_env(load_settings(inventory)), 2, "r1", lambda _: 60,
+    )  # fmt: skip
+    run_dir = tmp_path / "run"
+    outside = tmp_path / "outside"
+    worker = jobs.PodState(f"{host.name}-worker-0", "worker", "Succeeded", node="gpu-node-0")
+    launcher = jobs.PodState(f"{host.name}-launcher-x7k2p", "launcher", "Succeeded", node="cpu-node")
+    names = [
+        "../../escaped/x",
+        f"{outside}/x",
+        "other-node/launcher.rc",
+        f"{worker.name}/..",
+        f"{worker.name}/launcher.rc",
+    ]
+    log = "".join(f"=== pav-file {n}\n0\n=== pav-end\n" for n in names)
+    launch = Launch(host.test, "nccl_tests", host.scope, 60)
+    notes: list[str] = []
+    jobs.save_log(launch, host, launcher, log, run_dir, jobs.nodes_of([launcher, worker]), notes.append)
+    assert launch.argv_by_host == {"gpu-node-0": ["all_reduce_perf"]}
+    assert (run_dir / "hosts" / "gpu-node-0" / "results" / host.test / "launcher.rc").read_text() == "0\n"
+    assert sorted(p.name for p in (run_dir / "hosts").iterdir()) == ["gpu-node-0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert len(notes) == 4 and all("skipped" in n for n in notes)
+    assert any("'other-node/launcher.rc'" in n for n in notes)
 
 
 def test_cpu_tests_are_refused_on_k8s() -> None:

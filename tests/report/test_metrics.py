@@ -5,6 +5,8 @@ test's status, busbw, TFLOP/s (as FLOP/s), each gate's margin, the run's time an
 from __future__ import annotations
 
 import json
+import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -177,6 +179,40 @@ def test_label_values_are_escaped() -> None:
 def test_the_textfile_is_the_tools_own_per_env() -> None:
     assert metrics_export.textfile_name("nebius-eu") == "pav-nebius-eu.prom"
     assert metrics_export.textfile_name("../x y") == "pav-.._x_y.prom"
+
+
+def test_the_textfile_follows_no_link_planted_in_its_directory(tmp_path: Path) -> None:
+    """node_exporter's directory may be writable by others: a link at the temp name (the old one was
+    .NAME.PID.tmp) or at the file's own name must not carry the metrics or a chmod to the file it names."""
+    textfiles, secret, other = tmp_path / "textfiles", tmp_path / "secret", tmp_path / "other"
+    textfiles.mkdir()
+    for path in (secret, other):
+        path.write_text("root only\n")
+        path.chmod(0o600)
+    name = metrics_export.textfile_name("sim")
+    (textfiles / f".{name}.{os.getpid()}.tmp").symlink_to(secret)
+    (textfiles / name).symlink_to(other)
+    [written] = metrics_export.export(across_hosts(), textfiles, None)
+    assert written.ok, written.detail
+    for path in (secret, other):
+        assert path.read_text() == "root only\n" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    target = textfiles / name
+    assert not target.is_symlink() and stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert (
+        one(parse(target.read_text()), "pav_test_status", host="h2", test="ddp_cpu_train", status="pass") == 1
+    )
+
+
+def test_a_textfile_that_could_not_be_put_in_place_leaves_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(metrics_export.os, "replace", refuse)
+    [failed] = metrics_export.export(across_hosts(), tmp_path, None)
+    assert not failed.ok and failed.detail.startswith("No space left on device; fix:")
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_grouping_value_with_a_slash_goes_base64_and_credentials_stay_out() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -219,13 +220,20 @@ def add_host_records(hosts: dict[str, HostRecord], job: Job, pods: list[PodState
 
 
 def save_log(
-    launch: Launch, job: Job, pod: PodState, log: str, run_dir: Path, where: dict[str, str] | None = None
+    launch: Launch,
+    job: Job,
+    pod: PodState,
+    log: str,
+    run_dir: Path,
+    where: dict[str, str] | None = None,
+    echo: Callable[[str], None] = print,
 ) -> None:
     """The raw log, and for a result-bearing pod (torchrun pods, the mpirun launcher) its files laid out
     as roles/collect lays out a host's (under the node's name: `where`), so evaluate and report judge them
     the same way. A file printed as POD/NAME belongs to that pod's node (host-scope nccl-tests, which the
-    launcher runs node by node)."""
-    where = where or {}
+    launcher runs node by node). Whatever runs in the pod writes its log, so a marker naming anything but
+    a plain file of one of the job's own pods is skipped, saying so through `echo`."""
+    where = where or nodes_of([pod])
     raw = run_dir / "k8s" / job.name
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"{pod.name}.log").write_text(log)
@@ -239,16 +247,38 @@ def save_log(
         if per_node and not owner:
             continue  # the launcher's own rc and time: its raw log keeps them
         owner = owner or pod.name
-        by_host.setdefault(where.get(owner, owner), {})[rest] = text
+        if owner not in where or not _plain_file_name(rest):
+            echo(
+                f"  {job.test}: skipped {name!r} in {pod.name}'s log: not NAME or POD/NAME of the job's pods"
+            )
+            continue
+        by_host.setdefault(where[owner], {})[rest] = text
     if not per_node:
         by_host.setdefault(where.get(pod.name, pod.name), {}).setdefault("launcher.log", own)
     for host, host_files in by_host.items():
         out = run_dir / "hosts" / host / "results" / job.test
+        if not _inside(out, run_dir):
+            echo(f"  {job.test}: skipped {pod.name}'s files for {host!r}: their folder is outside {run_dir}")
+            continue
         out.mkdir(parents=True, exist_ok=True)
         for name, text in host_files.items():
+            if not _inside(out / name, run_dir):  # a link planted in the run dir
+                echo(f"  {job.test}: skipped {out / name}: it leads outside {run_dir}")
+                continue
             (out / name).write_text(text)
         launch.argv_by_host[host] = _argv(job)
         launch.ranks_by_host[host] = job.procs_per_worker if job.flavor == "torch" else 0
+
+
+PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def _plain_file_name(name: str) -> bool:
+    return bool(PLAIN_NAME.fullmatch(name)) and name not in (".", "..")
+
+
+def _inside(path: Path, run_dir: Path) -> bool:
+    return path.resolve().is_relative_to(run_dir.resolve())
 
 
 def _argv(job: Job) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -51,19 +52,31 @@ def textfile_name(env: str) -> str:
 def write_textfile(directory: Path, env: str, families: list[Family]) -> Export:
     """Write, then rename: node_exporter never reads half a file (it reads only names ending in .prom)."""
     target = directory / textfile_name(env)
-    tmp = directory / f".{target.name}.{os.getpid()}.tmp"
-    text = render(families)
     try:
-        tmp.write_text(text)
-        tmp.chmod(0o644)  # node_exporter runs as its own user
-        os.replace(tmp, target)
+        _replace(target, render(families))
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         why = exc.strerror or str(exc)
         fix = f"create {directory} or make it writable by this user (node_exporter's textfile directory)"
         return Export("textfile", str(target), False, f"{why}; fix: {fix}")
     return Export("textfile", str(target), True, f"{_count(families)} samples written")
+
+
+def _replace(target: Path, text: str) -> None:
+    """The textfile directory may be writable by others (node_exporter's group): a fixed temp name there
+    could be a planted link, which a write and a chmod follow. mkstemp creates a new file (O_EXCL) and the
+    mode is set on that file's descriptor, never through a name."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fchmod(out.fileno(), 0o644)  # node_exporter runs as its own user
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _count(families: list[Family]) -> int:
