@@ -416,3 +416,13 @@ def test_the_mpi_runtime_readies_sshd_and_its_launcher_waits_for_the_nodes(
     launcher = " ".join(job["spec"]["trainer"]["command"])
     assert '"$(command -v mpirun)"' in launcher and "-x PATH -x LD_LIBRARY_PATH" in launcher
     assert 'echo "* $(cat /root/.ssh/id_rsa.pub)" > /tmp/pav-known-hosts' in launcher
+
+
+def test_no_pod_mounts_a_service_account_token(either: dict[str, dict[str, Any]]) -> None:
+    """Issue 47: nothing a job runs calls the API server; a token in the pod (the mpirun launcher's had one)
+    is a credential whatever runs there could use."""
+    jobs = {name: job for name, job in either.items() if job["kind"] != "ConfigMap"}
+    assert jobs
+    for name, job in jobs.items():
+        for pod in pod_templates(job):
+            assert pod["spec"].get("automountServiceAccountToken") is False, name
