@@ -156,3 +156,19 @@ def test_the_documented_block_is_what_the_run_gives() -> None:
     quoted = doc[doc.index("## Bad parts") :].split("```\n")[1]
     rendered = summary.render(judged_run("h100x2b-gpu-busy-gpu1")).splitlines()
     assert quoted.splitlines() == rendered[: len(first_block("\n".join(rendered))) + 1]
+
+
+def test_a_figure_never_measured_blames_no_hardware() -> None:
+    """Issue 46: a gate whose metric the run never produced (a GPU held by someone else stopped the probe; a
+    baseline that did not run) says so, never "data corruption" or "throttled clocks"."""
+    test = {
+        "name": "gpu_probe", "hosts": ["gpu-host"], "status": "fail",
+        "reason": "wrong_total was not measured", "metrics": {},
+        "threshold": {"gates": [
+            {"metric": "wrong_total", "max": 0},
+            {"metric": "gemm_bf16_tflops.0", "min": 692.6, "limit": 989.4, "fraction": 0.7,
+             "basis": "absolute", "part": "GPU 0", "status": "not measured", "value": None},
+        ]},
+    }  # fmt: skip
+    for _, figure in bad_parts.figures(test):
+        assert figure.cause.startswith("not measured: "), figure
