@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -251,10 +252,12 @@ def ssh_public_key(state_dir: Path, env_name: str) -> str:
         pem = Ed25519PrivateKey.generate().private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
         )
-        tmp = key.with_suffix(".tmp")
-        tmp.write_bytes(pem)
-        tmp.chmod(0o600)
-        tmp.replace(key)  # a key file that exists is always complete
+        # Made 0600 by mkstemp (never readable by others, not even for a moment), then renamed: a key file
+        # that exists is always complete.
+        fd, tmp = tempfile.mkstemp(dir=key.parent, prefix=".id_ed25519.")
+        with os.fdopen(fd, "wb") as out:
+            out.write(pem)
+        os.replace(tmp, key)
     public = serialization.load_ssh_private_key(key.read_bytes(), password=None).public_key()
     openssh = public.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     line = f"{openssh.decode()} pav-{env_name}"
