@@ -65,10 +65,15 @@ class CliRun:
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, python: str | None = None, timeout: int = 600
+    *args: str,
+    env: dict[str, str] | None = None,
+    python: str | None = None,
+    timeout: int = 600,
+    under: tuple[str, ...] = (),
 ) -> CliRun:
+    """under: a program the CLI runs under (strace ... --), as a wrapper's argv before the CLI's own."""
     proc = subprocess.run(
-        [python or sys.executable, "-m", "pav", *args],
+        [*under, python or sys.executable, "-m", "pav", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,7 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--pushgateway",
         metavar="URL",
         help="after the report, push the run's metrics to this Prometheus pushgateway, one group per "
-        "job pav, env and host (docs/nightly.md); a failure is a summary line, not the verdict",
+        "job pav, env and host (docs/nightly.md); a failure is a summary line, not the verdict. Basic auth: "
+        f"{pushgateway.AUTH_ENV}=USER:PASSWORD in the environment, or --pushgateway-auth-file",
+    )
+    p.add_argument(
+        "--pushgateway-auth-file",
+        type=Path,
+        metavar="FILE",
+        help="the pushgateway's basic auth: a file holding USER:PASSWORD that only its owner can read "
+        f"(default ${pushgateway.AUTH_FILE_ENV}; under systemd, a LoadCredential= file); never the URL",
     )
     p.add_argument(
         "--on-fail",
@@ -194,8 +203,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         raise PavError("--allow-missing must be 0 or more")
     if args.test_timeout is not None and args.test_timeout < 1:
         raise PavError("--test-timeout must be at least 1 second")
-    if args.pushgateway is not None and (bad := pushgateway.check_url(args.pushgateway)):
-        raise PavError(f"--pushgateway: {bad}")
+    auth = pushgateway.credentials(args.pushgateway, args.pushgateway_auth_file, os.environ)
     options = Options(
         stages=parse_stages(args.stages),
         keep=args.keep,
@@ -214,6 +222,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         extra_vars=parse_extra_vars(args.extra_vars),
         metrics_textfile=args.metrics_textfile,
         pushgateway=args.pushgateway,
+        pushgateway_auth=auth,
         on_fail=args.on_fail,
         recheck=args.recheck,
         burn_in_s=_burn_in(args.burn_in),
@@ -257,10 +266,12 @@ def run(argv: list[str]) -> int:
     platform = pipeline.platform_for(ctx)
     if ctx.options.dry_run:
         return platform.dry_run(ctx)
-    # What the driver removes after its playbooks, the reaper removes if the driver dies first.
+    # What the driver removes after its playbooks, the reaper removes if the driver dies first; and it scrubs
+    # the run dir, as the driver's end would have.
     ansible = ctx.run_dir.resolve() / "ansible"
     leftovers = (str(ansible / "*" / "tmp"), str(control_dir(ansible)))
-    with rundir.prepared(ctx.run_dir), ownership.claimed(ctx), reaper.watching(ctx.results.run_id, leftovers):
+    watched = reaper.watching(ctx.results.run_id, leftovers, scrub=ctx.run_dir)
+    with rundir.prepared(ctx.run_dir), ownership.claimed(ctx), watched:
         # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
         ctx.results.write(ctx.run_dir / "results.json")
         print(f"run dir: {ctx.run_dir}", flush=True)

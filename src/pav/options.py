@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pav.secrets.basic_auth import BasicAuth
 
 # --on-fail's actions, each for one platform: the run's inputs refuse it on the other (pav.run_inputs).
 ON_FAIL = {"drain": "hosts", "taint": "k8s"}
@@ -31,6 +34,8 @@ class Options:
     extra_vars: dict[str, Any] = field(default_factory=dict)  # -e: to every playbook, over the env's vars
     metrics_textfile: Path | None = None  # --metrics-textfile DIR: node_exporter's textfile collector dir
     pushgateway: str | None = None  # --pushgateway URL: a Prometheus pushgateway
+    # Its basic auth (PAV_PUSHGATEWAY_AUTH or --pushgateway-auth-file), never from argv; kept out of repr.
+    pushgateway_auth: BasicAuth | None = field(default=None, repr=False)
     on_fail: str | None = None  # --on-fail drain|taint: drain (Slurm) or taint (k8s) the nodes a FAIL names
     recheck: bool = False  # --recheck: re-run the tool's marked nodes' tests, return those that pass
     burn_in_s: int | None = None  # --burn-in DURATION, in seconds (over pav_burn_in_s); 0: none

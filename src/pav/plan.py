@@ -60,7 +60,9 @@ def after_report(ctx: RunContext) -> list[str]:
         lines.append(f"  metrics textfile: {where} (written, then renamed)")
     if options.pushgateway is not None:
         url = pushgateway.public_url(options.pushgateway)
-        lines.append(f"  pushgateway: {url} (job pav, one group per env and host)")
+        auth = options.pushgateway_auth
+        how = f"; basic auth as {auth.user}, from {auth.source}" if auth is not None else ""
+        lines.append(f"  pushgateway: {url} (job pav, one group per env and host{how})")
     if options.recheck:
         lines.append(f"  --recheck: {RECHECK[ctx.inputs.platform]}")
     elif options.on_fail is not None:

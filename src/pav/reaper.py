@@ -1,13 +1,15 @@
-"""A driver's work dies with it: `python -m pav.reaper RUN_ID [PATH...]`, started beside the driver, ends
-every process marked PAV_DRIVER=RUN_ID once the driver is gone without saying it finished (SIGKILL, the OOM
-killer, a lost CI runner), as its own teardown would have, and removes the paths (globs) the driver would
-have removed after them (Ansible's temp dirs, the run's SSH control sockets), killing first what names one
-of them in its command line (an SSH master, whose rewritten title hides its environment).
+"""A driver's work dies with it: `python -m pav.reaper RUN_ID [--scrub RUN_DIR] [PATH...]`, started beside
+the driver, ends every process marked PAV_DRIVER=RUN_ID once the driver is gone without saying it finished
+(SIGKILL, the OOM killer, a lost CI runner), as its own teardown would have, and removes the paths (globs)
+the driver would have removed after them (Ansible's temp dirs, the run's SSH control sockets), killing
+first what names one of them in its command line (an SSH master, whose rewritten title hides its
+environment). Then it scrubs RUN_DIR of secrets, as the driver's end would have
+(pav.secrets.files.scrub_dead_run): ansible-runner's artifacts hold the environment Ansible ran with.
 
 The driver holds the write end of a pipe to the reaper's stdin; the kernel closes it when the driver dies,
 however it dies. A driver that finishes writes "done" first: the reaper then exits and kills nothing (a
-kept run's SSH masters and hosts stay). Terraform does not carry the marker: a stopped apply loses track
-of what it was making (pav.terraform), so it finishes.
+kept run's SSH masters and hosts stay; the driver scrubbed its run dir itself). Terraform does not carry
+the marker: a stopped apply loses track of what it was making (pav.terraform), so it finishes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from pathlib import Path
 
 from pav.processes import DRIVER_MARKER, kill, kill_marked, named
 
@@ -28,12 +31,14 @@ SWEEPS = 20  # a process being forked while a sweep ran is found by the next one
 
 
 @contextmanager
-def watching(run_id: str, paths: tuple[str, ...] = ()) -> Iterator[None]:
-    """Mark what the driver starts from here with the run's id, and have it killed (and paths removed) if
-    the driver dies."""
+def watching(run_id: str, paths: tuple[str, ...] = (), scrub: Path | None = None) -> Iterator[None]:
+    """Mark what the driver starts from here with the run's id, and have it killed (and paths removed, and
+    the run dir `scrub` scrubbed of secrets) if the driver dies."""
+    # The driver's environment, secrets and all: the reaper scrubs their values from a dead run's files.
     env = {k: v for k, v in os.environ.items() if k != DRIVER_MARKER}
+    scrubbed = ["--scrub", str(scrub.resolve())] if scrub is not None else []
     reaper = subprocess.Popen(
-        [sys.executable, "-m", "pav.reaper", run_id, *paths],
+        [sys.executable, "-m", "pav.reaper", run_id, *scrubbed, *paths],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -62,15 +67,29 @@ def sweep(run_id: str) -> None:
         time.sleep(0.1)
 
 
+def reap(run_id: str, paths: list[str], run_dir: Path | None) -> None:
+    """What a dead driver's end would have done: its processes killed, its temp paths removed, and its run
+    dir scrubbed once nothing of it writes there any more."""
+    sweep(run_id)
+    for pattern in paths:
+        for path in glob.glob(pattern):
+            kill(named(path))
+            shutil.rmtree(path, ignore_errors=True)
+    if run_dir is not None:
+        from pav.secrets.files import scrub_dead_run  # only for a dead driver: a finished one scrubbed itself
+
+        with suppress(OSError):  # a full or read-only disk: nothing more the reaper could do
+            scrub_dead_run(run_dir, os.environ)
+
+
 def main(argv: list[str]) -> int:
     run_id, *paths = argv
+    run_dir = None
+    if paths[:1] == ["--scrub"]:
+        run_dir, paths = Path(paths[1]), paths[2:]
     said = sys.stdin.buffer.read()  # until the driver closes its end: it finished, or it died
     if said != DONE:
-        sweep(run_id)
-        for pattern in paths:
-            for path in glob.glob(pattern):
-                kill(named(path))
-                shutil.rmtree(path, ignore_errors=True)
+        reap(run_id, paths, run_dir)
     return 0
 
 

@@ -5,6 +5,7 @@ and never the verdict, the exit code or the run's results; without a flag nothin
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -14,11 +15,12 @@ import pytest
 
 from pav import cli, pipeline
 from pav.context import Options, RunContext
+from pav.errors import PavError
 from pav.platform import Platform
 from pav.reporting import pushgateway
 from pav.results import TestResult
 from pav.stages import report
-from tests.conftest import ROOT
+from tests.conftest import ROOT, CliRun, assert_one_line_error
 from tests.driver.contexts import context
 from tests.driver.signals import forget
 from tests.driver.test_report_stage import RUN_DIRS, collected
@@ -135,6 +137,84 @@ def test_the_flags_reach_the_options_and_a_bad_url_is_refused(capsys: pytest.Cap
     assert "error: --pushgateway: gw:9091 is not an http(s) URL with a host" in err
 
 
+PASSWORD = "pw-7c41d0e9a5"  # of the pushgateway's user pav; must show nowhere
+
+
+def main(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliRun:
+    """The CLI in process, as the user runs it: its exit code and what it printed."""
+    code = cli.main(args)
+    said = capsys.readouterr()
+    return CliRun(code, said.out, said.err)
+
+
+def auth_file(where: Path, mode: int, name: str = "pushgateway-auth") -> Path:
+    path = where / name
+    text = f"pav:{PASSWORD}\n"
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_a_url_with_a_password_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """ps shows every user the command line for the whole run: a password in --pushgateway's URL is refused
+    before anything runs, naming the URL without it and the safe ways to give it."""
+    run = main(["--pushgateway", f"https://pav:{PASSWORD}@gw.example:9091", "--dry-run"], capsys)
+    assert_one_line_error(
+        run, "error: --pushgateway: the URL carries credentials", "give it as https://gw.example:9091 and",
+        "PAV_PUSHGATEWAY_AUTH=USER:PASSWORD in the environment", "--pushgateway-auth-file FILE",
+        documented=True,
+    )  # fmt: skip
+    assert PASSWORD not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("mode", (0o644, 0o640, 0o604))
+def test_an_auth_file_others_can_read_is_refused(
+    mode: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = auth_file(tmp_path, mode)
+    run = main(["--pushgateway", "http://gw:9091", "--pushgateway-auth-file", str(path), "--dry-run"], capsys)
+    said = f"error: pushgateway auth file {path} has mode {mode:04o}: others than its owner can read the "
+    assert_one_line_error(run, said, f"chmod 600 {path}", documented=True)
+    assert PASSWORD not in run.stdout + run.stderr
+
+
+def test_the_dry_run_names_where_the_credentials_come_from_never_the_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = auth_file(tmp_path, 0o600)
+    run = main(["--pushgateway", "http://gw:9091", "--pushgateway-auth-file", str(path), "--dry-run"], capsys)
+    assert run.rc == 0, run.stderr
+    where = "job pav, one group per env and host"
+    line = f"  pushgateway: http://gw:9091 ({where}; basic auth as pav, from {path})"
+    assert line in run.stdout.splitlines()
+    # From the environment: read, and taken out of it, so nothing the run starts inherits it.
+    monkeypatch.setenv("PAV_PUSHGATEWAY_AUTH", f"pav:{PASSWORD}")
+    args = cli.build_parser().parse_args(["--pushgateway", "http://gw:9091"])
+    auth = cli.make_context(args).options.pushgateway_auth
+    assert auth is not None and (auth.user, auth.password) == ("pav", PASSWORD)
+    assert "PAV_PUSHGATEWAY_AUTH" not in os.environ and PASSWORD not in repr(auth)
+    monkeypatch.setenv("PAV_PUSHGATEWAY_AUTH", f"pav:{PASSWORD}")
+    run = main(["--pushgateway", "http://gw:9091", "--dry-run"], capsys)
+    assert run.rc == 0 and "basic auth as pav, from PAV_PUSHGATEWAY_AUTH)" in run.stdout
+    assert PASSWORD not in run.stdout + run.stderr
+
+
+def test_a_systemd_credential_is_taken_as_systemd_made_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LoadCredential= writes the file 0400 and lets the service's user read it by an ACL, which stat shows as
+    group read (0440): in $CREDENTIALS_DIRECTORY that mode is the service's alone, elsewhere it is refused."""
+    creds = tmp_path / "credentials"
+    creds.mkdir()
+    path = auth_file(creds, 0o440)
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(creds))
+    auth = pushgateway.credentials("http://gw:9091", path, os.environ)
+    assert auth is not None and (auth.user, auth.password, auth.source) == ("pav", PASSWORD, str(path))
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path / "elsewhere"))
+    with pytest.raises(PavError, match=r"has mode 0440: others than its owner can read the password"):
+        pushgateway.credentials("http://gw:9091", path, os.environ)
+
+
 def unit_argv(extra: str | None) -> list[str]:
     """The nightly unit's ExecStart as systemd expands it: ${X} one argument, $X split into words (none when
     empty or unset); X from the unit's Environment= lines and the example env file's settings."""
@@ -167,3 +247,27 @@ def test_the_nightly_unit_exports_to_node_exporters_textfile_dir() -> None:
     args = cli.build_parser().parse_args(unit_argv(extra))
     assert args.pushgateway == "http://pushgateway.example:9091"
     assert pushgateway.check_url(args.pushgateway) is None
+
+
+def test_the_nightly_unit_hands_the_pushgateway_password_over_as_a_systemd_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unit's pushgateway lines, uncommented as docs/nightly.md says: LoadCredential= copies the root-only
+    file into the service's credentials directory (as systemd does: 0400 and an ACL, 0440 to stat),
+    PAV_PUSHGATEWAY_AUTH_FILE names it there (%d), and the run reads its credentials from it; the example env
+    file's URL, world-readable, carries none."""
+    unit = (ROOT / "deploy" / "systemd" / "pav-nightly.service").read_text()
+    [target] = re.findall(r"^# Environment=PAV_PUSHGATEWAY_AUTH_FILE=(\S+)$", unit, re.M)
+    name = target.removeprefix("%d/")
+    [source] = re.findall(rf"^# LoadCredential={re.escape(name)}:(\S+)$", unit, re.M)
+    assert source == "/etc/provision-and-validate/pushgateway-auth" and target == f"%d/{name}"
+    creds = tmp_path / "credentials" / "pav-nightly.service"
+    creds.mkdir(parents=True)
+    auth_file(creds, 0o440, name)
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(creds))
+    monkeypatch.setenv("PAV_PUSHGATEWAY_AUTH_FILE", target.replace("%d", str(creds)))
+    example = (ROOT / "deploy" / "systemd" / "nightly.env.example").read_text()
+    [extra] = re.findall(r"^# PAV_EXTRA_ARGS=(.*)$", example, re.M)
+    args = cli.build_parser().parse_args(unit_argv(extra))
+    auth = pushgateway.credentials(args.pushgateway, args.pushgateway_auth_file, os.environ)
+    assert auth is not None and (auth.password, auth.source) == (PASSWORD, str(creds / name))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pav.secrets.basic_auth import BasicAuth
+
 NODE_EXPORTER = "prometheus-node-exporter"
 PUSHGATEWAY = "prometheus-pushgateway"
 PROMTOOL = "promtool"
@@ -70,8 +72,11 @@ def daemon(name: str, *args: str) -> Iterator[str]:
             proc.stderr.close()
 
 
-def scrape(url: str) -> str:
-    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+def scrape(url: str, auth: BasicAuth | None = None) -> str:
+    request = urllib.request.Request(f"{url}/metrics")
+    if auth is not None:
+        request.add_header("Authorization", auth.header())
+    with urllib.request.urlopen(request, timeout=30) as response:
         return response.read().decode()
 
 
@@ -122,6 +127,8 @@ def _wait_ready(proc: subprocess.Popen[str], url: str) -> None:
         try:
             scrape(url)
             return
+        except urllib.error.HTTPError:
+            return  # it answers: a daemon behind basic auth says 401 to a scrape without it
         except (urllib.error.URLError, ConnectionError):
             time.sleep(0.05)
     pytest.fail(f"{proc.args} did not answer on {url} within {READY_WAIT_S}s")

@@ -5,6 +5,7 @@ Prometheus would, and linted by promtool. The runs are the real GPU runs of the 
 
 from __future__ import annotations
 
+import re
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -12,11 +13,26 @@ from pathlib import Path
 import pytest
 
 from pav.reporting import metrics_export
+from pav.secrets.basic_auth import BasicAuth
 from tests.conftest import run_cli
-from tests.report.prom import NODE_EXPORTER, PUSHGATEWAY, assert_lint_clean, daemon, one, parse, pick, scrape
+from tests.report.prom import (
+    NODE_EXPORTER,
+    PUSHGATEWAY,
+    assert_lint_clean,
+    binary,
+    daemon,
+    one,
+    parse,
+    pick,
+    scrape,
+)
 from tests.report.test_metrics import BUSY, across_hosts, recorded_run
 
 GPU1_FLOPS = 2.77e14  # the busy run's GPU 1: 277 TFLOP/s
+# The only user of guarded_gateway(); its web config takes a bcrypt hash: this one is of AUTH.password (cost
+# 4, the least; made once with Python's bcrypt, which the tests then need not have).
+AUTH = BasicAuth("pav", "pav-test-pushgateway-pw", "test")
+AUTH_BCRYPT = "$2b$04$3t7wMBfHjlW0nxfEkSFrcOAAfkSHBdNKmJ3bqX44GgfrQLUtyXiBW"
 
 
 def node_exporter(textfiles: Path) -> AbstractContextManager[str]:
@@ -29,6 +45,13 @@ def node_exporter(textfiles: Path) -> AbstractContextManager[str]:
 
 def gateway() -> AbstractContextManager[str]:
     return daemon(PUSHGATEWAY, "--persistence.file=")  # Debian's default persists to /var/lib
+
+
+def guarded_gateway(where: Path) -> AbstractContextManager[str]:
+    """A pushgateway that answers AUTH alone (basic auth: its --web.config.file's basic_auth_users)."""
+    config = where / "gateway-web.yml"
+    config.write_text(f"basic_auth_users:\n  {AUTH.user}: {AUTH_BCRYPT}\n")
+    return daemon(PUSHGATEWAY, "--persistence.file=", f"--web.config.file={config}")
 
 
 def test_node_exporter_serves_the_textfile_with_gpu_1_at_277_tflops(tmp_path: Path) -> None:
@@ -103,6 +126,23 @@ def test_a_second_push_replaces_the_group_and_drops_hosts_the_run_no_longer_has(
     assert not pick(after, "pav_host_verdict", host="h2")
 
 
+def test_a_gateway_behind_basic_auth_takes_the_push_with_its_credentials_alone(tmp_path: Path) -> None:
+    wrong = BasicAuth(AUTH.user, "not-the-password", "PAV_PUSHGATEWAY_AUTH")
+    with guarded_gateway(tmp_path) as url:
+        [pushed] = metrics_export.export(across_hosts(), None, url, AUTH)
+        series = parse(scrape(url, AUTH))
+        [anonymous] = metrics_export.export(across_hosts(), None, url)
+        [refused] = metrics_export.export(across_hosts(), None, url, wrong)
+    assert pushed.ok, pushed
+    assert one(series, "pav_run_verdict", job="pav", env="sim", verdict="FAIL") == 1
+    assert not anonymous.ok and "HTTP 401 Unauthorized" in anonymous.detail
+    ask = "fix: the gateway asks for credentials: pass the credentials as PAV_PUSHGATEWAY_AUTH=USER:PASSWORD"
+    assert ask in anonymous.detail
+    assert not refused.ok and refused.detail.endswith(
+        "HTTP 401 Unauthorized: Unauthorized; fix: check the user and password of PAV_PUSHGATEWAY_AUTH"
+    )
+
+
 def test_a_dead_gateway_is_a_failed_export_naming_the_fix() -> None:
     with gateway() as url:
         pass  # up, then stopped: nothing listens on its port any more
@@ -138,3 +178,50 @@ def test_a_real_local_run_reaches_node_exporter_and_the_pushgateway(tmp_path: Pa
         status = {"host": "localhost", "test": "torch_gloo_allreduce", "status": "pass"}
         assert one(series, "pav_test_status", **where, **status) == 1
         assert pick(series, "pav_busbw_bytes_per_second", **where, host="localhost", op="all_reduce")
+
+
+def exec_calls(trace: Path) -> list[str]:
+    """strace's execve lines, every process of the run in the order each began (the CLI's own first): the
+    program, its argv and (strace -v) its environment, as strace quotes them."""
+    return [ln for ln in trace.read_text().splitlines() if re.match(r"^\d+ +execve\(", ln)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("given", ("environment", "file"))
+def test_the_password_authenticates_the_push_and_shows_in_no_command_line(given: str, tmp_path: Path) -> None:
+    """The real CLI (the report stage alone: the run's record, the inventory Ansible reads, the reaper) with
+    the pushgateway's password in PAV_PUSHGATEWAY_AUTH or in a mode-0600 auth file: the push authenticates to
+    a gateway that takes nothing else, and the password is in the command line of no process the run starts
+    (strace: every execve), nor in their environment, nor in any file of the run dir or what the run
+    prints."""
+    run_dir, trace = tmp_path / "run", tmp_path / "execve.trace"
+    flags, env = [], {}
+    if given == "file":
+        auth_file = tmp_path / "pushgateway-auth"
+        auth_file.write_text(f"{AUTH.user}:{AUTH.password}\n")
+        auth_file.chmod(0o600)
+        flags = ["--pushgateway-auth-file", str(auth_file)]
+    else:
+        env = {"PAV_PUSHGATEWAY_AUTH": f"{AUTH.user}:{AUTH.password}"}
+    strace = (binary("strace"), "-f", "-qq", "-v", "-s", "65536", "-e", "trace=execve", "-o", str(trace))
+    with guarded_gateway(tmp_path) as url:
+        run = run_cli(
+            "--env", "local", "--stages", "report", "--run-dir", str(run_dir),
+            "--results-root", str(tmp_path / "root"), "--pushgateway", url, *flags,
+            env=env, under=(*strace, "--"),
+        )  # fmt: skip
+        series = parse(scrape(url, AUTH))
+    assert run.rc == 0, run.stdout + run.stderr
+    assert f"metrics: pushgateway {url}: 2 groups pushed" in run.stdout
+    assert one(series, "pav_run_verdict", job="pav", env="local", verdict="NONE") == 1
+
+    cli, *started = exec_calls(trace)
+    argv = cli.split("], [")[0]  # the CLI's own argv, without its environment (the user's, password and all)
+    assert '"-m", "pav"' in argv and AUTH.password not in argv
+    assert any("pav.reaper" in c for c in started) and any("ansible-inventory" in c for c in started)
+    assert [c[:200] for c in started if AUTH.password in c] == []
+    assert AUTH.password not in run.stdout + run.stderr
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert (run_dir / "results.json") in files
+    holding = [p for p in files if AUTH.password in p.read_text(errors="replace")]
+    assert [str(p.relative_to(run_dir)) for p in holding] == []

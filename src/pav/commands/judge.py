@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from pav.errors import PavError
 from pav.judging import Judge, Rejudged, chosen_profile
 from pav.reporting import metrics_export, pushgateway
 from pav.results import HostRecord, TestResult, count_statuses, verdict_of
+from pav.secrets.basic_auth import BasicAuth
 from pav.thresholds.profiles import known_profiles, profile_path
 
 EXIT_PASS, EXIT_FAIL = 0, 1
@@ -44,7 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--pushgateway", metavar="URL",
-        help="push the recorded run's metrics (as recorded) to this Prometheus pushgateway, as the run does",
+        help="push the recorded run's metrics (as recorded) to this Prometheus pushgateway, as the run does "
+        f"(basic auth: {pushgateway.AUTH_ENV}=USER:PASSWORD or --pushgateway-auth-file, never the URL)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pushgateway-auth-file", type=Path, metavar="FILE",
+        help="the pushgateway's basic auth: a file holding USER:PASSWORD that only its owner can read "
+        f"(default ${pushgateway.AUTH_FILE_ENV})",
     )  # fmt: skip
 
 
@@ -76,13 +84,12 @@ class Rejudgement:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        if args.pushgateway is not None and (bad := pushgateway.check_url(args.pushgateway)):
-            raise PavError(f"--pushgateway: {bad}")
+        auth = pushgateway.credentials(args.pushgateway, args.pushgateway_auth_file, os.environ)
         found = rejudge(args.run, args.profile)
     except PavError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    exports = reexport(found.file, args.metrics_textfile, args.pushgateway)
+    exports = reexport(found.file, args.metrics_textfile, args.pushgateway, auth)
     if args.json:
         extra = {"exports": [e.to_dict() for e in exports]} if exports else {}
         print(json.dumps(found.to_dict() | extra, indent=2))
@@ -93,12 +100,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PASS if found.verdict == "PASS" else EXIT_FAIL
 
 
-def reexport(file: Path, textfile: Path | None, url: str | None) -> list[metrics_export.Export]:
+def reexport(
+    file: Path, textfile: Path | None, url: str | None, auth: BasicAuth | None = None
+) -> list[metrics_export.Export]:
     """The recorded run's metrics as it recorded them (its verdict, its time): a textfile or a push that
     was lost, sent again. The new judgement is printed, never exported: the record is the run's."""
     if textfile is None and url is None:
         return []
-    return metrics_export.export(_read(file), textfile, url)
+    return metrics_export.export(_read(file), textfile, url, auth)
 
 
 def rejudge(path: Path, profile: str | None = None) -> Rejudgement:

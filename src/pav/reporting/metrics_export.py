@@ -14,6 +14,7 @@ from typing import Any
 
 from pav.reporting import metrics, pushgateway
 from pav.reporting.exposition import Family, render
+from pav.secrets.basic_auth import BasicAuth
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,11 @@ class Export:
         return asdict(self)
 
 
-def export(results: dict[str, Any], textfile: Path | None, url: str | None) -> list[Export]:
-    """The run's metrics to each target given: none given, nothing is built, written or sent."""
+def export(
+    results: dict[str, Any], textfile: Path | None, url: str | None, auth: BasicAuth | None = None
+) -> list[Export]:
+    """The run's metrics to each target given: none given, nothing is built, written or sent. auth: the
+    pushgateway's basic auth (pav.reporting.pushgateway.credentials)."""
     if textfile is None and url is None:
         return []
     env = str(results.get("env") or "")
@@ -39,7 +43,7 @@ def export(results: dict[str, Any], textfile: Path | None, url: str | None) -> l
         return [Export("build", "pav.reporting.metrics", False, why)]
     out = [write_textfile(textfile, env, families)] if textfile is not None else []
     if url is not None:
-        ok, detail = pushgateway.push(url, env, families)
+        ok, detail = pushgateway.push(url, env, families, auth)
         out.append(Export("pushgateway", pushgateway.public_url(url), ok, detail))
     return out
 

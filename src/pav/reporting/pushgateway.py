@@ -2,6 +2,11 @@
 env, host) and one for the run (job pav, env), each replaced by a PUT, so the gateway holds what the
 latest run of the env said and nothing older: a host the latest run did not have loses its group.
 
+Basic auth never comes from the command line, which `ps` shows every user for the whole run: a URL with
+USER:PASSWORD@ is refused; the credentials come from PAV_PUSHGATEWAY_AUTH=USER:PASSWORD (taken out of the
+environment at once, so nothing the run starts inherits it) or a file holding USER:PASSWORD that only its
+owner can read (--pushgateway-auth-file FILE, or PAV_PUSHGATEWAY_AUTH_FILE=FILE), as ssh holds its keys.
+
 https://github.com/prometheus/pushgateway#api
 """
 
@@ -9,17 +14,52 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from pav.errors import PavError
 from pav.reporting.exposition import Family, render
+from pav.secrets.basic_auth import BasicAuth
 
 JOB = "pav"  # the job label; env and host complete the grouping key
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 TIMEOUT_S = 10  # per request
+AUTH_ENV = "PAV_PUSHGATEWAY_AUTH"  # USER:PASSWORD
+AUTH_FILE_ENV = "PAV_PUSHGATEWAY_AUTH_FILE"  # a file holding USER:PASSWORD
+SAFE_WAYS = (
+    f"pass the credentials as {AUTH_ENV}=USER:PASSWORD in the environment, or in a file holding "
+    f"USER:PASSWORD that only you can read (--pushgateway-auth-file FILE, or {AUTH_FILE_ENV}=FILE)"
+)
+PRIVATE = 0o077  # mode bits that let others than the owner at the file: ssh refuses a private key so
 
 
-def push(url: str, env: str, families: list[Family]) -> tuple[bool, str]:
+def credentials(
+    url: str | None, auth_file: Path | None, environ: MutableMapping[str, str]
+) -> BasicAuth | None:
+    """--pushgateway URL's basic auth, or None; PavError on a URL with credentials or a bad auth file.
+    PAV_PUSHGATEWAY_AUTH leaves environ whatever the flags: nothing the run starts (Ansible, ssh, Terraform,
+    their records in the run dir) inherits it."""
+    inline = environ.pop(AUTH_ENV, "") or None
+    if url is None:
+        if auth_file is not None:
+            raise PavError(
+                "--pushgateway-auth-file holds --pushgateway's credentials: give --pushgateway URL"
+            )
+        return None
+    if (bad := check_url(url)) is not None:
+        raise PavError(f"--pushgateway: {bad}")
+    from_env = environ.get(AUTH_FILE_ENV) or None
+    path = auth_file or (Path(from_env) if from_env else None)
+    if inline is not None and path is not None:
+        raise PavError(f"the pushgateway's credentials are given twice ({AUTH_ENV} and {path}): keep one")
+    if path is not None:
+        return _read_auth_file(path, environ)
+    return _auth(inline, AUTH_ENV, AUTH_ENV) if inline is not None else None
+
+
+def push(url: str, env: str, families: list[Family], auth: BasicAuth | None = None) -> tuple[bool, str]:
     """(True, what was pushed) or (False, what failed and the fix). The hosts' groups go first and the
     run's last, so the run's end time moves only once every host's group is in."""
     # Loaded here, not at import: http.client (and ssl) would cost every start of the CLI, which imports
@@ -30,16 +70,16 @@ def push(url: str, env: str, families: list[Family]) -> tuple[bool, str]:
     try:
         for host in hosts:
             step = f"PUT group env/{env}/host/{host}"
-            _request(url, "PUT", grouping_path({"env": env, "host": host}), _body(families, host))
+            _request(url, auth, "PUT", grouping_path({"env": env, "host": host}), _body(families, host))
         step = "list the gateway's groups (GET /api/v1/metrics)"
-        stale = [h for h in _group_hosts(url, env) if h not in hosts]
+        stale = [h for h in _group_hosts(url, auth, env) if h not in hosts]
         for host in stale:
             step = f"DELETE stale group env/{env}/host/{host}"
-            _request(url, "DELETE", grouping_path({"env": env, "host": host}))
+            _request(url, auth, "DELETE", grouping_path({"env": env, "host": host}))
         step = f"PUT group env/{env}"
-        _request(url, "PUT", grouping_path({"env": env}), _body(families, None))
+        _request(url, auth, "PUT", grouping_path({"env": env}), _body(families, None))
     except (OSError, ValueError, HTTPException) as exc:
-        return False, f"{step}: {_why(exc)}; fix: check the URL and that the pushgateway is up"
+        return False, f"{step}: {_why(exc)}; fix: {_fix(exc, auth)}"
     dropped = f", {len(stale)} stale host group(s) deleted" if stale else ""
     return True, f"{len(hosts) + 1} groups pushed (job {JOB}, env {env}){dropped}"
 
@@ -62,6 +102,11 @@ def check_url(url: str) -> str | None:
     split = urlsplit(url)
     if split.scheme not in ("http", "https") or not split.hostname:
         return f"{public_url(url)} is not an http(s) URL with a host (e.g. http://pushgateway:9091)"
+    if split.username is not None or split.password is not None:
+        return (
+            f"the URL carries credentials, which ps shows to every user for the whole run: give it as "
+            f"{public_url(url)} and {SAFE_WAYS}"
+        )
     return None
 
 
@@ -76,9 +121,9 @@ def public_url(url: str) -> str:
     return split._replace(netloc=netloc).geturl()
 
 
-def _group_hosts(url: str, env: str) -> list[str]:
+def _group_hosts(url: str, auth: BasicAuth | None, env: str) -> list[str]:
     """The hosts of the env's groups the gateway holds (this tool's: job pav, env, host, nothing else)."""
-    data: dict[str, Any] = json.loads(_request(url, "GET", "/api/v1/metrics"))
+    data: dict[str, Any] = json.loads(_request(url, auth, "GET", "/api/v1/metrics"))
     out = []
     for group in data.get("data") or []:
         labels = group.get("labels") or {}
@@ -87,21 +132,49 @@ def _group_hosts(url: str, env: str) -> list[str]:
     return out
 
 
-def _request(url: str, method: str, path: str, body: str | None = None) -> bytes:
+def _request(url: str, auth: BasicAuth | None, method: str, path: str, body: str | None = None) -> bytes:
     import urllib.request  # not at import: see push
 
     if (bad := check_url(url)) is not None:
         raise ValueError(bad)
     data = None if body is None else body.encode()
-    request = urllib.request.Request(public_url(url).rstrip("/") + path, data=data, method=method)
+    request = urllib.request.Request(url.rstrip("/") + path, data=data, method=method)
     if body is not None:
         request.add_header("Content-Type", CONTENT_TYPE)
-    split = urlsplit(url)
-    if split.username is not None:  # http://USER:PASSWORD@host: the gateway's basic auth
-        token = f"{split.username}:{split.password or ''}".encode()
-        request.add_header("Authorization", "Basic " + base64.b64encode(token).decode())
+    if auth is not None:
+        request.add_header("Authorization", auth.header())
     with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
         return bytes(response.read())
+
+
+def _read_auth_file(path: Path, environ: MutableMapping[str, str]) -> BasicAuth:
+    try:
+        mode = path.stat().st_mode & 0o7777
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise PavError(f"pushgateway auth file {path}: {why}; give a file holding USER:PASSWORD") from None
+    if mode & PRIVATE and not _systemd_credential(path, environ):
+        raise PavError(
+            f"pushgateway auth file {path} has mode {mode:04o}: others than its owner can read the password; "
+            f"chmod 600 {path} (or load it with systemd's LoadCredential=, docs/nightly.md)"
+        )
+    return _auth(text.removesuffix("\n").removesuffix("\r"), str(path), f"pushgateway auth file {path}")
+
+
+def _systemd_credential(path: Path, environ: MutableMapping[str, str]) -> bool:
+    """A file of the service's $CREDENTIALS_DIRECTORY (LoadCredential=): systemd writes it 0400 and gives the
+    service's user read access by an ACL, whose mask stat shows as group read; the user alone reads it."""
+    folder = environ.get("CREDENTIALS_DIRECTORY")
+    return bool(folder) and path.resolve().parent == Path(folder or "").resolve()
+
+
+def _auth(text: str, source: str, named: str) -> BasicAuth:
+    user, colon, password = text.partition(":")
+    if not colon or not user or "\n" in text:
+        # The text itself is never quoted: it holds the password.
+        raise PavError(f"{named} must hold one line USER:PASSWORD, the pushgateway's basic auth")
+    return BasicAuth(user, password, source)
 
 
 def _why(exc: Exception) -> str:
@@ -113,6 +186,14 @@ def _why(exc: Exception) -> str:
     if isinstance(exc, urllib.error.URLError):
         return str(exc.reason)
     return str(exc)
+
+
+def _fix(exc: Exception, auth: BasicAuth | None) -> str:
+    if getattr(exc, "code", None) not in (401, 403):  # urllib's HTTPError: the gateway's basic auth said no
+        return "check the URL and that the pushgateway is up"
+    if auth is None:
+        return f"the gateway asks for credentials: {SAFE_WAYS}"
+    return f"check the user and password of {auth.source}"
 
 
 def _body(families: list[Family], host: str | None) -> str:

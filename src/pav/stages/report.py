@@ -95,7 +95,7 @@ def export_metrics(ctx: RunContext) -> None:
     if textfile is None and url is None:
         return
     try:
-        exports = metrics_export.export(ctx.results.to_dict(), textfile, url)
+        exports = metrics_export.export(ctx.results.to_dict(), textfile, url, ctx.options.pushgateway_auth)
         ctx.results.exports = [e.to_dict() for e in exports]
         ctx.results.write(ctx.run_dir / "results.json")
         (ctx.run_dir / "summary.txt").write_text(summary.render(ctx.results))
