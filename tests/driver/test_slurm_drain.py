@@ -119,7 +119,8 @@ def test_a_drain_that_fails_is_a_summary_line_not_the_verdict(tmp_path: Path) ->
     assert action["action"] == "slurm drain" and action["host"] == "h0" and action["ok"] is False
     assert action["reason"].startswith(f"pav {ctx.results.run_id}: host ")
     # Slurm's own client ran and its failure is named (before scontrol update: the node list is read first).
-    assert action["detail"].startswith("List the nodes the controller knows: ") and "fix: " in action["detail"]
+    detail = action["detail"]
+    assert detail.startswith("List the nodes the controller knows: ") and "fix: " in detail
     assert results["tests"][0]["status"] == "fail"  # the run's results stay
     summary = (ctx.run_dir / "summary.txt").read_text()
     assert "slurm drain FAILED: h0: " in summary and summary.rstrip().endswith("VERDICT: FAIL")
