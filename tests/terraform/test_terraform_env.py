@@ -85,3 +85,17 @@ def test_inventory_hosts_pin_the_keys_the_run_learnt(state_root: Path) -> None:
     assert found["ansible_ssh_private_key_file"] == str(env.private_key())
     assert f"UserKnownHostsFile={env.known_hosts}" in found["ansible_ssh_common_args"]
     assert "StrictHostKeyChecking=yes" in found["ansible_ssh_common_args"]
+
+
+def test_the_state_folder_is_its_owners_alone(tmp_path: Path) -> None:
+    """Issue 47: Terraform writes terraform.tfstate (credentials, addresses) with the user's umask; the folder
+    that holds it is made 0700, and an existing one left open is closed."""
+    from pav.terraform import Terraform
+
+    made = tmp_path / "state" / "sim"
+    Terraform(tmp_path, made)
+    assert made.stat().st_mode & 0o777 == 0o700
+    opened = tmp_path / "open"
+    opened.mkdir(mode=0o755)
+    Terraform(tmp_path, opened)
+    assert opened.stat().st_mode & 0o777 == 0o700

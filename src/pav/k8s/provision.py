@@ -12,6 +12,7 @@ import yaml
 
 from pav.envs import EnvSpec
 from pav.errors import PavError
+from pav.paths import make_private
 from pav.provisioning import nebius
 from pav.provisioning.state import state_dir
 from pav.terraform import Terraform
@@ -58,7 +59,7 @@ def write_kubeconfig(outputs: dict[str, Any], path: Path) -> Path:
     text = outputs.get("kubeconfig")
     if not isinstance(text, str) or "clusters" not in (yaml.safe_load(text) or {}):
         raise PavError("the Terraform root has no kubeconfig output; the cluster may not have come up")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private(path.parent)
     path.write_text(text)
     path.chmod(0o600)
     return path

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pav.errors import PavError
+from pav.paths import make_private
 from pav.tools import require_tool
 
 
@@ -23,7 +24,7 @@ def ssh_key(state_dir: Path) -> Path:
 
 def variables(state_dir: Path, hosts: int) -> dict[str, Any]:
     values = preview_variables(state_dir, hosts)
-    state_dir.mkdir(parents=True, exist_ok=True)
+    make_private(state_dir)
     subnet_file(state_dir).write_text(f"{values['subnet_index']}\n")
     return {**values, "ssh_public_key_file": str(ssh_key(state_dir)) + ".pub"}
 
