@@ -185,8 +185,47 @@ def _burn_in(text: str | None) -> int | None:
         raise PavError(f"--burn-in: {exc}") from None
 
 
+def where_to_run(args: argparse.Namespace) -> EnvSpec:
+    """--inventory, else --env, else the env of the run whose dir --run-dir names (so that a kept run's
+    printed `--stages teardown --run-dir DIR` tears down what it kept), else local."""
+    if args.inventory:
+        return custom_env(args.inventory)
+    if args.env:
+        return resolve_env(args.env)
+    recorded = rundir.recorded_where(args.run_dir) if args.run_dir is not None else None
+    if recorded is not None:
+        env, inventory = recorded
+        return custom_env(Path(inventory)) if env == "custom" else resolve_env(env)
+    return resolve_env("local")
+
+
+def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...]) -> str | None:
+    """The kept run a run of stages that launch nothing acts on (its dir given), or None for a run of its
+    own. A run dir is one run's: given another run's, a run that is not acting on it is refused, and a
+    run meant to act on a dir that does not exist is refused, never made (issue 48)."""
+    if args.run_dir is None:
+        return None
+    acting = "validate" not in stages and "provision" not in stages
+    kept = rundir.kept_run_id(args.run_dir, env.name) if "validate" not in stages else None
+    recorded = rundir.recorded_where(args.run_dir)
+    if kept is None and recorded is not None:
+        what = f"holds run {rundir.recorded_run_id(args.run_dir)}'s record (env {recorded[0]})"
+        if recorded[0] != env.name:
+            raise PavError(f"--run-dir {args.run_dir} {what}, not env {env.name}'s: drop --env/--inventory")
+        raise PavError(
+            f"--run-dir {args.run_dir} {what}: a run writes only its own record; pass a new --run-dir, or "
+            "act on that run with stages that launch nothing (--stages teardown, or collect,report)"
+        )
+    if acting and kept is None and not args.run_dir.exists():
+        raise PavError(
+            f"--run-dir {args.run_dir} does not exist: --stages {','.join(stages)} acts on an earlier run's "
+            "dir; pass that run's dir (its summary.txt names it)"
+        )
+    return kept
+
+
 def make_context(args: argparse.Namespace) -> RunContext:
-    env: EnvSpec = custom_env(args.inventory) if args.inventory else resolve_env(args.env or "local")
+    env: EnvSpec = where_to_run(args)
     if args.hosts is not None and args.hosts < 1:
         raise PavError("--hosts must be at least 1")
     for flag, value in (("--hosts", args.hosts), ("--max-hours", args.max_hours), ("--reuse", args.reuse)):
@@ -235,9 +274,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
     inputs = run_inputs.resolve(env, options, settings)
     # Stages that launch nothing, given a kept run's dir, act on that run (its work on the hosts); its
     # record stays as it is: this run's own goes beside it.
-    kept = None
-    if args.run_dir is not None and "validate" not in options.stages:
-        kept = rundir.kept_run_id(args.run_dir, env.name)
+    kept = own_run_dir(args, env, options.stages)
     run_id = rundir.new_run_id(env.name)
     if kept:
         run_dir = args.run_dir.parent / run_id

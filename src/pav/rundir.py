@@ -81,6 +81,20 @@ def kept_run_id(run_dir: Path, env: str) -> str | None:
     return data["run_id"]
 
 
+def recorded_where(run_dir: Path) -> tuple[str, str] | None:
+    """(env, inventory) of the run whose record this dir holds, or None where it holds none."""
+    data = _record(run_dir)
+    env, inventory = data.get("env"), data.get("inventory")
+    if not isinstance(data.get("run_id"), str) or not isinstance(env, str):
+        return None
+    return env, inventory if isinstance(inventory, str) else ""
+
+
+def recorded_run_id(run_dir: Path) -> str:
+    run_id = _record(run_dir).get("run_id")
+    return run_id if isinstance(run_id, str) else ""
+
+
 def reused_by(run_dir: Path) -> str:
     """The run whose kept hosts the run of this dir ran on (--reuse), or ""."""
     reused = _record(run_dir).get("reused")

@@ -5,11 +5,12 @@ dir destroys them and writes a record of its own, the kept run's staying byte fo
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_one_line_error
+from tests.conftest import assert_one_line_error, run_cli
 from tests.faults.conftest import Sandbox
 from tests.sim.leftovers import leftovers
 
@@ -50,8 +51,11 @@ def test_kept_hosts_are_the_kept_runs_until_it_is_torn_down(sim_deps: None, sand
     assert provision["detail"] == f"reused the 1 host(s) run {kept_id} kept: {host}"
     assert (sandbox.state / "terraform.tfstate").read_bytes() == tfstate
 
-    # The kept run's teardown: the hosts go, its record stays; the teardown's own record lies beside it.
-    down = sandbox.cli("--env", "sim", "--stages", "teardown", run="kept")
+    # The kept run's teardown, run as the kept run printed it (no --env: the run dir's record names it):
+    # the hosts go, its record stays; the teardown's own record lies beside it (issue 48).
+    printed = re.search(r"(--stages teardown --run-dir (\S+)) removes it", kept.stdout)
+    assert printed is not None and printed.group(2) == str(kept_dir), kept.stdout
+    down = run_cli(*printed.group(1).split(), env=sandbox.env())
     assert down.rc == 0, down.stdout + down.stderr
     for name in RECORD:
         assert (kept_dir / name).read_bytes() == written[name], name

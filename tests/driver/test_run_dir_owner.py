@@ -1,0 +1,58 @@
+"""A run dir is one run's (issue 48): a run given another run's dir acts on that run as a second record
+beside it (stages that launch nothing) or is refused in one line, never writing over it; a teardown given a
+kept run's dir takes its env from the run's record, so the line the kept run printed works as printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import assert_one_line_error, run_cli
+
+KEPT = {
+    "run_id": "20261127T000000.000Z-sim",
+    "env": "sim",
+    "inventory": "terraform/envs/sim",
+    "verdict": "PASS",
+}
+
+
+def kept_run(tmp_path: Path) -> tuple[Path, bytes]:
+    run_dir = tmp_path / "runs" / KEPT["run_id"]
+    run_dir.mkdir(parents=True)
+    (run_dir / "results.json").write_text(json.dumps(KEPT))
+    return run_dir, (run_dir / "results.json").read_bytes()
+
+
+def test_the_printed_teardown_line_takes_the_kept_runs_env(tmp_path: Path) -> None:
+    """`--stages teardown --run-dir DIR`, as a kept run prints it, without --env: it ran as --env local and
+    wrote a NONE record over the kept sim run's, leaving its hosts up."""
+    run_dir, record = kept_run(tmp_path)
+    plan = run_cli("--stages", "teardown", "--run-dir", str(run_dir), "--dry-run")
+    assert plan.rc == 0, plan.stdout + plan.stderr
+    assert "env: sim" in plan.stdout.splitlines()
+    assert (run_dir / "results.json").read_bytes() == record
+
+
+def test_a_launching_run_given_another_runs_dir_is_refused(tmp_path: Path) -> None:
+    run_dir, record = kept_run(tmp_path)
+    for argv in (["--env", "sim"], []):
+        refused = run_cli(*argv, "--run-dir", str(run_dir), "--dry-run")
+        assert_one_line_error(refused, f"holds run {KEPT['run_id']}'s record", "a run writes only its own")
+    assert (run_dir / "results.json").read_bytes() == record
+
+
+def test_another_env_on_a_kept_runs_dir_is_refused_naming_its_env(tmp_path: Path) -> None:
+    run_dir, record = kept_run(tmp_path)
+    refused = run_cli("--env", "local", "--stages", "teardown", "--run-dir", str(run_dir))
+    assert_one_line_error(refused, "(env sim), not env local's")
+    assert (run_dir / "results.json").read_bytes() == record and sorted(run_dir.iterdir()) == [
+        run_dir / "results.json"
+    ]
+
+
+def test_a_teardown_given_a_dir_that_does_not_exist_makes_none(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-run"
+    refused = run_cli("--stages", "teardown", "--run-dir", str(missing))
+    assert_one_line_error(refused, f"--run-dir {missing} does not exist")
+    assert not missing.exists()
