@@ -201,11 +201,10 @@ def where_to_run(args: argparse.Namespace) -> EnvSpec:
 
 def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...]) -> str | None:
     """The kept run a run of stages that launch nothing acts on (its dir given), or None for a run of its
-    own. A run dir is one run's: given another run's, a run that is not acting on it is refused, and a
-    run meant to act on a dir that does not exist is refused, never made (issue 48)."""
+    own. A run dir is one run's: given another run's, a run that is not acting on it is refused (issue 48).
+    A dir that does not exist is this run's own (a teardown of the env's state records itself there)."""
     if args.run_dir is None:
         return None
-    acting = "validate" not in stages and "provision" not in stages
     kept = rundir.kept_run_id(args.run_dir, env.name) if "validate" not in stages else None
     recorded = rundir.recorded_where(args.run_dir)
     if kept is None and recorded is not None:
@@ -215,11 +214,6 @@ def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...])
         raise PavError(
             f"--run-dir {args.run_dir} {what}: a run writes only its own record; pass a new --run-dir, or "
             "act on that run with stages that launch nothing (--stages teardown, or collect,report)"
-        )
-    if acting and kept is None and not args.run_dir.exists():
-        raise PavError(
-            f"--run-dir {args.run_dir} does not exist: --stages {','.join(stages)} acts on an earlier run's "
-            "dir; pass that run's dir (its summary.txt names it)"
         )
     return kept
 

@@ -9,7 +9,7 @@ from pav import interrupts
 from pav.context import RunContext
 from pav.errors import Interrupted, PavError
 from pav.platform import Platform, StageFn, hosts
-from pav.results import utc_now
+from pav.results import NOTHING_RUN, utc_now
 from pav.secrets import scrub
 from pav.stages import report
 
@@ -95,7 +95,7 @@ def wrap_up(ctx: RunContext, error: PavError | None, steps: list[tuple[str, Stag
 def exit_code(ctx: RunContext, error: PavError | None) -> int:
     if error is not None:
         return error.exit_code
-    return 0 if ctx.results.verdict in ("PASS", "NONE") else 1
+    return {"PASS": 0, "NONE": 0, NOTHING_RUN: 2}.get(ctx.results.verdict, 1)
 
 
 def _save_traceback(ctx: RunContext) -> None:

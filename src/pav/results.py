@@ -13,7 +13,10 @@ SCHEMA_VERSION = "1.3"
 
 TestStatus = Literal["pass", "fail", "skipped", "error", "interrupted"]  # interrupted: a signal cut it short
 StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
-Verdict = Literal["PASS", "FAIL", "ERROR", "NONE"]  # NONE: the stages run did not include validate
+# NONE: the stages run did not include validate. NOTHING RUN: every test it planned was skipped (no GPU for
+# GPU tests, too few hosts): no verdict on the hardware, and not a FAIL with no bad part to name (issue 48).
+Verdict = Literal["PASS", "FAIL", "ERROR", "NONE", "NOTHING RUN"]
+NOTHING_RUN = "NOTHING RUN"
 
 
 def utc_now() -> str:
@@ -118,4 +121,4 @@ def verdict_of(tests: list[TestResult]) -> Verdict:
     counts = count_statuses(tests)
     if counts["fail"] or counts["error"] or counts["interrupted"]:
         return "FAIL"
-    return "PASS" if counts["pass"] else "FAIL"
+    return "PASS" if counts["pass"] else "NOTHING RUN"

@@ -116,6 +116,6 @@ def test_verdict_rules() -> None:
         return TestResult("x", ["h"], status)  # type: ignore[arg-type]
 
     assert verdict_of([t("pass"), t("skipped")]) == "PASS"
-    assert verdict_of([t("skipped")]) == "FAIL"  # nothing measured is not a pass
+    assert verdict_of([t("skipped")]) == "NOTHING RUN"  # nothing measured: neither a pass nor a FAIL
     assert verdict_of([t("pass"), t("error")]) == "FAIL"
-    assert verdict_of([]) == "FAIL"
+    assert verdict_of([]) == "NOTHING RUN"

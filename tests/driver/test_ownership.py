@@ -72,6 +72,9 @@ def test_a_run_refuses_hosts_another_run_kept(tmp_path: Path) -> None:
     assert (state / "terraform.tfstate").read_bytes() == before
     assert keeper.read(state).kept == keep
     # A teardown given another run's dir, and --reuse of another run, are refused the same way.
+    (tmp_path / "other").mkdir()  # another run's dir (a run dir that does not exist is refused first)
+    record = {"run_id": "20251231T000000.000Z-sim", "env": "sim", "inventory": "terraform/envs/sim"}
+    (tmp_path / "other" / "results.json").write_text(json.dumps(record))
     other = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(tmp_path / "other"), env=env)
     assert_one_line_error(other, f"its hosts are kept by run {KEPT}")
     other_run = "20250101T000000.000Z-sim"

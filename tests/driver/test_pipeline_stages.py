@@ -109,9 +109,10 @@ def test_results_json_is_rewritten_after_every_stage(ctx: RunContext, tmp_path: 
     assert "teardown" in (tmp_path / "summary.txt").read_text()
 
 
-def test_no_passing_test_is_exit_1(ctx: RunContext, tmp_path: Path) -> None:
-    assert pipeline.execute(ctx, Recorder(tmp_path).platform()) == 1
-    assert ctx.results.verdict == "FAIL"
+def test_a_run_that_ran_nothing_is_nothing_run_exit_2(ctx: RunContext, tmp_path: Path) -> None:
+    """Issue 48: nothing measured is neither a pass nor a FAIL with no bad part to name."""
+    assert pipeline.execute(ctx, Recorder(tmp_path).platform()) == 2
+    assert ctx.results.verdict == "NOTHING RUN"
 
 
 def test_launches_bring_collect_and_isolate_before_the_report(ctx: RunContext, tmp_path: Path) -> None:
@@ -186,7 +187,7 @@ def test_stages_not_asked_for_are_skipped_but_the_after_hook_runs(tmp_path: Path
     ctx = context(1, options=Options(stages=("configure", "validate"), results_root=tmp_path / "runs"))
     ctx.run_dir = tmp_path
     rec = Recorder(tmp_path)
-    assert pipeline.execute(ctx, rec.platform()) == 1
+    assert pipeline.execute(ctx, rec.platform()) == 2  # no test ran: NOTHING RUN
     assert rec.calls == ["after provision", "configure", "validate", "finish"]
     assert list(stages(ctx)) == ["configure", "validate", "report"]
 
@@ -266,3 +267,19 @@ def test_the_run_dir_is_scrubbed_last(
 def test_every_stage_name_the_pipeline_runs_is_a_known_stage() -> None:
     assert set(pipeline.RUN_STAGES) <= set(STAGES)
     assert pipeline.exit_code(context(), PavError("x")) == 2
+
+
+def test_nothing_run_says_why_each_test_was_skipped() -> None:
+    """`--tests sdc_check --burn-in 1m` on a machine without a GPU: the summary names each skip, where it
+    ended FAIL with no bad part, no reason and an empty error (issue 48)."""
+    from pav.reporting import summary
+    from pav.results import RunResults, TestResult, verdict_of
+
+    tests = [TestResult(name, ["box"], "skipped", "no GPU") for name in ("sdc_check", "gpu_burn")]
+    results = RunResults("r1", "local", "hosts.yml", "/tmp/r1", tests=tests, verdict=verdict_of(tests))
+    text = summary.render(results)
+    assert (
+        "nothing was run: every planned test was skipped (sdc_check on box: no GPU; gpu_burn on box: no GPU)"
+        in text
+    )
+    assert text.rstrip().endswith("VERDICT: NOTHING RUN")

@@ -50,9 +50,3 @@ def test_another_env_on_a_kept_runs_dir_is_refused_naming_its_env(tmp_path: Path
         run_dir / "results.json"
     ]
 
-
-def test_a_teardown_given_a_dir_that_does_not_exist_makes_none(tmp_path: Path) -> None:
-    missing = tmp_path / "no-such-run"
-    refused = run_cli("--stages", "teardown", "--run-dir", str(missing))
-    assert_one_line_error(refused, f"--run-dir {missing} does not exist")
-    assert not missing.exists()

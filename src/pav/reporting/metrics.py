@@ -14,7 +14,7 @@ from typing import Any, get_args
 from pav.reporting import bad_parts
 from pav.reporting.exposition import Family
 from pav.reporting.metrics_gpus import gpu_families, gpu_index, number
-from pav.results import TestStatus, Verdict, utc_now
+from pav.results import NOTHING_RUN, TestStatus, Verdict, utc_now
 from pav.thresholds.gate import lookup
 
 VERDICTS: tuple[str, ...] = get_args(Verdict)
@@ -50,7 +50,7 @@ def host_verdict(host: str, results: dict[str, Any], parts: list[bad_parts.BadPa
     verdict = str(results.get("verdict") or "ERROR")
     if any(host in part.hosts for part in parts) or (verdict == "FAIL" and not parts):
         return "FAIL"
-    return verdict if verdict in ("ERROR", "NONE") else "PASS"
+    return verdict if verdict in ("ERROR", "NONE", NOTHING_RUN) else "PASS"
 
 
 def _run(results: dict[str, Any], env: str) -> list[Family]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pav.reporting import bad_parts, history
 from pav.reporting.changes import still_changed, tuning_line
-from pav.results import RunResults, count_statuses
+from pav.results import NOTHING_RUN, RunResults, count_statuses
 
 BAD_PARTS_HEAD = (
     "bad parts (each: its worst figure against its gate, the tests, the likely cause; reasons below):"
@@ -55,6 +55,9 @@ def render(results: RunResults) -> str:
     lines.append("tests: " + "  ".join(f"{k}={v}" for k, v in shown.items()))
     if results.error:
         lines.append(f"error: {results.error}")
+    if results.verdict == NOTHING_RUN:
+        skipped = "; ".join(f"{t.name} on {','.join(t.hosts)}: {t.reason}" for t in results.tests)
+        lines.append(f"nothing was run: every planned test was skipped ({skipped or 'none was planned'})")
     lines.append(f"VERDICT: {results.verdict}")
     return "\n".join(lines) + "\n"
 
