@@ -49,4 +49,3 @@ def test_another_env_on_a_kept_runs_dir_is_refused_naming_its_env(tmp_path: Path
     assert (run_dir / "results.json").read_bytes() == record and sorted(run_dir.iterdir()) == [
         run_dir / "results.json"
     ]
-
