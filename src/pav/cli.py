@@ -9,7 +9,17 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pav import interrupts, module_python, ownership, reaper, run_inputs, run_links, rundir, torch_python
+from pav import (
+    interrupts,
+    module_python,
+    ownership,
+    paths,
+    reaper,
+    run_inputs,
+    run_links,
+    rundir,
+    torch_python,
+)
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
@@ -30,12 +40,31 @@ EXIT_HELP = (
 )
 
 
+def _version() -> str:
+    """The installed distribution's version and, in a checkout, the commit it runs (bug reports need both)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("provision-and-validate")
+    except PackageNotFoundError:
+        found = "unknown"
+    head = paths.ROOT / ".git" / "HEAD"
+    try:
+        ref = head.read_text().strip()
+        if ref.startswith("ref: "):
+            ref = (paths.ROOT / ".git" / ref[5:]).read_text().strip()
+        return f"{found} ({ref[:12]})"
+    except OSError:
+        return found
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="provision-and-validate",
         description="Provision GPU hosts, configure them, validate every GPU and link, report, tear down.",
         epilog=EXIT_HELP,
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--env", default=None, help="an inventories/NAME/ env (default: local)")
     where.add_argument("--inventory", type=Path, help="your own Ansible inventory file (bare metal)")

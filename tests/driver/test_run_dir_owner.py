@@ -49,3 +49,10 @@ def test_another_env_on_a_kept_runs_dir_is_refused_naming_its_env(tmp_path: Path
     assert (run_dir / "results.json").read_bytes() == record and sorted(run_dir.iterdir()) == [
         run_dir / "results.json"
     ]
+
+
+def test_version_names_the_release_and_the_commit() -> None:
+    shown = run_cli("--version")
+    assert shown.rc == 0 and shown.stdout.startswith("provision-and-validate 0.1.0"), (
+        shown.stdout + shown.stderr
+    )
