@@ -176,6 +176,12 @@ def test_a_pod_log_writes_only_plain_files_of_the_jobs_own_nodes(tmp_path: Path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     assert len(notes) == 4 and all("skipped" in n for n in notes)
     assert any("'other-node/launcher.rc'" in n for n in notes)
+    # A pod of the job its controller deleted before it was seen (JobSet's finished node pods): the
+    # launcher still names it by the job's own naming, and its file is kept under that name.
+    unseen = Launch(host.test, "nccl_tests", host.scope, 60)
+    jobs.save_log(unseen, host, launcher, f"=== pav-file {host.name}-node-0-1/launcher.rc\n0\n=== pav-end\n",
+                  run_dir, jobs.nodes_of([launcher]), notes.append)  # fmt: skip
+    assert list(unseen.argv_by_host) == [f"{host.name}-node-0-1"] and len(notes) == 4
 
 
 def test_cpu_tests_are_refused_on_k8s() -> None:

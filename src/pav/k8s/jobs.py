@@ -247,12 +247,12 @@ def save_log(
         if per_node and not owner:
             continue  # the launcher's own rc and time: its raw log keeps them
         owner = owner or pod.name
-        if owner not in where or not _plain_file_name(rest):
+        if not (_ours(owner, job, where) and _plain_file_name(rest)):
             echo(
                 f"  {job.test}: skipped {name!r} in {pod.name}'s log: not NAME or POD/NAME of the job's pods"
             )
             continue
-        by_host.setdefault(where[owner], {})[rest] = text
+        by_host.setdefault(where.get(owner, owner), {})[rest] = text
     if not per_node:
         by_host.setdefault(where.get(pod.name, pod.name), {}).setdefault("launcher.log", own)
     for host, host_files in by_host.items():
@@ -271,6 +271,13 @@ def save_log(
 
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def _ours(owner: str, job: Job, where: dict[str, str]) -> bool:
+    """A pod of this job: one seen (by name or hostname), or one named as its controller names the job's
+    pods (JobSet deletes a finished job's node pods, sometimes before they are seen: the launcher still
+    names them), a plain name either way."""
+    return _plain_file_name(owner) and (owner in where or owner.startswith(f"{job.name}-"))
 
 
 def _plain_file_name(name: str) -> bool:
