@@ -15,13 +15,16 @@ the marker: a stopped apply loses track of what it was making (pav.terraform), s
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pav.processes import DRIVER_MARKER, kill, kill_marked, named
@@ -80,6 +83,33 @@ def reap(run_id: str, paths: list[str], run_dir: Path | None) -> None:
 
         with suppress(OSError):  # a full or read-only disk: nothing more the reaper could do
             scrub_dead_run(run_dir, os.environ)
+            record_killed(run_dir)
+
+
+KILLED = (
+    "killed: the driver ended without finishing (SIGKILL, the OOM killer, a lost CI runner); its reaper "
+    "ended what it had started on this machine; its hosts are the next run's to clean up "
+    "(docs/reliability.md)"
+)
+
+
+def record_killed(run_dir: Path) -> None:
+    """The run's record says it was killed, and when (issue 48: it said ERROR with an empty error and no end):
+    written beside it and renamed over it, never half-written."""
+    path = run_dir / "results.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(record, dict) or record.get("ended"):
+        return  # it finished (its end was recorded), or it is not a run's record
+    record["error"] = record.get("error") or KILLED
+    record["ended"] = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    record["verdict"] = "ERROR"
+    fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=".results.json.")
+    with os.fdopen(fd, "w") as out:
+        json.dump(record, out, indent=2)
+    os.replace(tmp, path)
 
 
 def main(argv: list[str]) -> int:

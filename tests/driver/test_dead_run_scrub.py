@@ -96,7 +96,10 @@ def test_the_reaper_of_a_killed_driver_scrubs_its_run_dir(tmp_path: Path) -> Non
     assert not (run_dir / "ansible" / "validate" / "env").exists()
     command = json.loads((run_dir / "ansible" / "validate" / "artifacts" / IDENT / "command").read_text())
     assert command["env"] == {"NEBIUS_IAM_TOKEN": REDACTED, "PATH": "/usr/bin"}
-    assert (run_dir / "results.json").read_text() == record  # the run's record as the driver left it
+    # The run's record as the driver left it, saying now that it was killed, and when (issue 48).
+    found = json.loads((run_dir / "results.json").read_text())
+    assert found["error"].startswith("killed: the driver ended without finishing") and found["ended"]
+    assert {k: v for k, v in found.items() if k not in ("error", "ended")} == json.loads(record)
 
 
 def test_a_dead_runs_named_secrets_go_though_their_values_are_unknown(tmp_path: Path) -> None:

@@ -50,8 +50,10 @@ def test_on_an_env_that_provisions(sim_deps: None, sandbox: Sandbox) -> None:
     assert not sandbox.run_dir("second").exists()
 
     hung_then_killed(proc, run_dir, remote, run_id)
+    # Its reaper says in its record that it was killed, and when (issue 48: an empty error, no end).
+    wait_for("the reaper to record the kill", lambda: bool(sandbox.results("killed").get("ended")), 60)
     results = sandbox.results("killed")
-    assert results["verdict"] == "ERROR"
+    assert results["verdict"] == "ERROR" and results["error"].startswith("killed: the driver ended without")
     assert {s["name"]: s["status"] for s in results["stages"]} == {"provision": "ok", "configure": "ok"}
     assert launch_processes(run_id)  # its launches still run on its hosts: the next run must end them
 
