@@ -58,13 +58,21 @@ def _version() -> str:
         return found
 
 
+class _Version(argparse.Action):
+    """--version, worked out only when asked: every other run's start skips reading .git."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="provision-and-validate",
         description="Provision GPU hosts, configure them, validate every GPU and link, report, tear down.",
         epilog=EXIT_HELP,
     )
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action=_Version, nargs=0, help="print the release (and commit) and exit")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--env", default=None, help="an inventories/NAME/ env (default: local)")
     where.add_argument("--inventory", type=Path, help="your own Ansible inventory file (bare metal)")
@@ -221,10 +229,9 @@ def where_to_run(args: argparse.Namespace) -> EnvSpec:
         return custom_env(args.inventory)
     if args.env:
         return resolve_env(args.env)
-    recorded = rundir.recorded_where(args.run_dir) if args.run_dir is not None else None
+    recorded = rundir.recorded_run(args.run_dir) if args.run_dir is not None else None
     if recorded is not None:
-        env, inventory = recorded
-        return custom_env(Path(inventory)) if env == "custom" else resolve_env(env)
+        return custom_env(Path(recorded.inventory)) if recorded.env == "custom" else resolve_env(recorded.env)
     return resolve_env("local")
 
 
@@ -234,17 +241,18 @@ def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...])
     A dir that does not exist is this run's own (a teardown of the env's state records itself there)."""
     if args.run_dir is None:
         return None
-    kept = rundir.kept_run_id(args.run_dir, env.name) if "validate" not in stages else None
-    recorded = rundir.recorded_where(args.run_dir)
-    if kept is None and recorded is not None:
-        what = f"holds run {rundir.recorded_run_id(args.run_dir)}'s record (env {recorded[0]})"
-        if recorded[0] != env.name:
-            raise PavError(f"--run-dir {args.run_dir} {what}, not env {env.name}'s: drop --env/--inventory")
-        raise PavError(
-            f"--run-dir {args.run_dir} {what}: a run writes only its own record; pass a new --run-dir, or "
-            "act on that run with stages that launch nothing (--stages teardown, or collect,report)"
-        )
-    return kept
+    recorded = rundir.recorded_run(args.run_dir)
+    if recorded is None:
+        return None
+    if "validate" not in stages and recorded.env == env.name:
+        return recorded.run_id
+    what = f"holds run {recorded.run_id}'s record (env {recorded.env})"
+    if recorded.env != env.name:
+        raise PavError(f"--run-dir {args.run_dir} {what}, not env {env.name}'s: drop --env/--inventory")
+    raise PavError(
+        f"--run-dir {args.run_dir} {what}: a run writes only its own record; pass a new --run-dir, or "
+        "act on that run with stages that launch nothing (--stages teardown, or collect,report)"
+    )
 
 
 def make_context(args: argparse.Namespace) -> RunContext:

@@ -8,6 +8,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -75,24 +76,24 @@ def results_root(chosen: Path | None = None) -> Path:
 def kept_run_id(run_dir: Path, env: str) -> str | None:
     """The id of the run whose dir this is (its results.json, same env), for a later stage subset that
     launches nothing (teardown, collect, report of a --keep run): it must act on that run's work."""
+    found = recorded_run(run_dir)
+    return found.run_id if found is not None and found.env == env else None
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    run_id: str
+    env: str
+    inventory: str  # results.json's inventory: the hosts file, or the Terraform root
+
+
+def recorded_run(run_dir: Path) -> RecordedRun | None:
+    """The run whose record (results.json) this dir holds, or None where it holds none."""
     data = _record(run_dir)
-    if data.get("env") != env or not isinstance(data.get("run_id"), str):
+    run_id, env, inventory = data.get("run_id"), data.get("env"), data.get("inventory")
+    if not isinstance(run_id, str) or not isinstance(env, str):
         return None
-    return data["run_id"]
-
-
-def recorded_where(run_dir: Path) -> tuple[str, str] | None:
-    """(env, inventory) of the run whose record this dir holds, or None where it holds none."""
-    data = _record(run_dir)
-    env, inventory = data.get("env"), data.get("inventory")
-    if not isinstance(data.get("run_id"), str) or not isinstance(env, str):
-        return None
-    return env, inventory if isinstance(inventory, str) else ""
-
-
-def recorded_run_id(run_dir: Path) -> str:
-    run_id = _record(run_dir).get("run_id")
-    return run_id if isinstance(run_id, str) else ""
+    return RecordedRun(run_id, env, inventory if isinstance(inventory, str) else "")
 
 
 def reused_by(run_dir: Path) -> str:

@@ -43,7 +43,7 @@ def add_scaling(
     floors: Mapping[str, BusFloor] | None = None,
 ) -> None:
     """Each scaling metric and its gates: the profile's where it has one, else (derive) the bound this
-    shape can reach (ddp_bound). A baseline that did not run makes the gate not applicable, with why."""
+    shape can reach (ddp_gate). A baseline that did not run makes the gate not applicable, with why."""
     by_key = {(t.name, tuple(t.hosts)): t for t in tests}
     for test in tests:
         spec = spec_of(test.name)  # None: a recorded test this release does not know
