@@ -42,12 +42,13 @@ def collected(run: Run, where: Path, options: Options | None = None) -> RunConte
     ctx = context(0, options=chosen, tests=_names(tests))
     ctx.run_dir = run_dir
     ctx.results.env = recorded["env"]
+    ctx.results.error = recorded.get("error")  # a run stopped by a signal: ERROR, as it recorded
     ctx.hosts = [Host(name, h["address"]) for name, h in recorded["hosts"].items()]
     ctx.results.hosts = {
         name: HostRecord(name, h["address"], "ok", facts=h["facts"]) for name, h in recorded["hosts"].items()
     }
     # What validate planned but did not launch (a 1-GPU node skips the 2-GPU tests), and a launch that left no
-    # raw results (mpirun that never started a rank), it recorded as they stand.
+    # raw results (mpirun that never started a rank, a test a SIGINT stopped), it recorded as they stand.
     as_recorded = [t for t in tests if t.status == "skipped" or not _has_raw_results(t, run_dir)]
     ctx.results.tests.extend(as_recorded)
     ctx.launches = launches([t for t in tests if t not in as_recorded], run_dir)
@@ -56,6 +57,8 @@ def collected(run: Run, where: Path, options: Options | None = None) -> RunConte
 
 def _has_raw_results(test: TestResult, run_dir: Path) -> bool:
     spec = catalog.spec_of(test.name)
+    if test.status == "interrupted":  # a Ctrl-C stopped it: what it left is not a result
+        return False
     return test.status != "error" or (spec is not None and recorded_launch(test, spec, run_dir) is not None)
 
 
