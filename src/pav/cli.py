@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--results-root",
         type=Path,
         metavar="ROOT",
-        help="where run dirs live (default $PAV_RESULTS_ROOT or runs/)",
+        help="where run dirs live (default $PAV_RESULTS_ROOT, else the checkout's runs/; installed from a "
+        "wheel, ~/.local/share/provision-and-validate/runs)",
     )
     p.add_argument(
         "--keep",
@@ -256,6 +257,9 @@ def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...])
 
 
 def make_context(args: argparse.Namespace) -> RunContext:
+    not_found = paths.missing()  # an install without the roles and playbooks: say where it looked
+    if not_found:
+        raise PavError(not_found)
     env: EnvSpec = where_to_run(args)
     if args.hosts is not None and args.hosts < 1:
         raise PavError("--hosts must be at least 1")

@@ -47,6 +47,9 @@ def known_envs() -> list[str]:
 
 def resolve_env(name: str) -> EnvSpec:
     inventory_dir = paths.INVENTORIES / name
+    not_found = paths.missing()
+    if not_found:
+        raise PavError(not_found)
     if not (inventory_dir / "group_vars").is_dir():
         known = ", ".join(known_envs()) or "none"
         raise PavError(

@@ -1,17 +1,50 @@
-"""Where the project's own files live: roles, playbooks, inventories, thresholds, payload."""
+"""Where the project's own files live: roles, playbooks, inventories, thresholds, payload.
+
+A checkout holds them beside src/ (an editable install, or PYTHONPATH=src); a wheel carries a copy of them
+as package data in pav/_project/ (setup.py's build_py puts it there); PAV_HOME names another copy.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+PACKAGE = Path(__file__).resolve().parent
+# src/pav/../../: the checkout, when the code runs from one.
+CHECKOUT = PACKAGE.parents[1]
+# What a wheel installs: the checkout's run-time folders, copied by setup.py (RUNTIME_DIRS there).
+INSTALLED = PACKAGE / "_project"
+# A folder every copy of the project holds; its absence means the files are not there.
+MARKER = "playbooks"
+
 
 def project_root() -> Path:
-    """The checkout that holds roles/ and playbooks/ (installed editable, or PAV_HOME)."""
+    """PAV_HOME if set, else the checkout this code runs from, else the copy a wheel installed."""
     env = os.environ.get("PAV_HOME")
     if env:
         return Path(env).resolve()
-    return Path(__file__).resolve().parents[2]
+    if (CHECKOUT / MARKER).is_dir():
+        return CHECKOUT
+    return INSTALLED
+
+
+def from_checkout() -> bool:
+    """Whether the files are a checkout's (PAV_HOME counts as one), not the copy inside an installed wheel."""
+    return ROOT != INSTALLED
+
+
+def missing() -> str | None:
+    """None when ROOT holds the project's files, else one line naming where the tool looked and the fix."""
+    if (ROOT / MARKER).is_dir():
+        return None
+    if os.environ.get("PAV_HOME"):
+        looked = f"PAV_HOME={ROOT}"
+    else:
+        looked = f"{CHECKOUT} (a checkout) nor in {INSTALLED} (an installed wheel)"
+    return (
+        f"the project's files (roles/, playbooks/, inventories/, ...) are not in {looked}; install a wheel "
+        "built from a checkout (pip wheel .) or set PAV_HOME to a checkout"
+    )
 
 
 ROOT = project_root()
@@ -22,6 +55,7 @@ THRESHOLDS = ROOT / "thresholds"
 PAYLOAD = ROOT / "payload"
 TERRAFORM = ROOT / "terraform"
 ANSIBLE_CFG = ROOT / "ansible" / "ansible.cfg"
+SCRIPTS = ROOT / "scripts"
 
 
 def make_private(folder: Path) -> Path:

@@ -67,10 +67,18 @@ def prepare(run_dir: Path) -> Path:
 
 def results_root(chosen: Path | None = None) -> Path:
     """Where run dirs live and `history` looks: --results-root, else PAV_RESULTS_ROOT, else the checkout's
-    runs/ (never the current folder: a run and a later `history` from another folder must meet)."""
+    runs/, or installed from a wheel $XDG_DATA_HOME (~/.local/share)/provision-and-validate/runs (never the
+    current folder: a run and a later `history` from another folder must meet; never site-packages)."""
     if chosen is not None:
         return chosen
-    return Path(os.environ.get("PAV_RESULTS_ROOT") or os.environ.get("PAV_RUNS") or paths.ROOT / "runs")
+    return Path(os.environ.get("PAV_RESULTS_ROOT") or os.environ.get("PAV_RUNS") or default_results_root())
+
+
+def default_results_root() -> Path:
+    if paths.from_checkout():
+        return paths.ROOT / "runs"
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data / "provision-and-validate" / "runs"
 
 
 def kept_run_id(run_dir: Path, env: str) -> str | None:

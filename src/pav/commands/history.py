@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--results-root",
         type=Path,
         metavar="ROOT",
-        help="where run dirs live (default $PAV_RESULTS_ROOT or runs/)",
+        help="where run dirs live (default $PAV_RESULTS_ROOT, else the checkout's runs/; installed from a "
+        "wheel, ~/.local/share/provision-and-validate/runs)",
     )
     parser.add_argument(
         "--last", type=int, default=history.DEFAULT_LAST, metavar="N",

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+from pav import paths
 from pav.errors import PavError
 from pav.paths import make_private
 from pav.tools import require_tool
@@ -42,7 +45,17 @@ def preview_variables(state_dir: Path, hosts: int) -> dict[str, Any]:
         "subnet_index": subnet_index(state_dir, digest),
         "state_dir": str(state_dir / "sim"),
         "ssh_public_key_file": str(private_key(state_dir)) + ".pub",
+        **installed_script(),
     }
+
+
+def installed_script() -> dict[str, str]:
+    """Installed from a wheel, sim-hosts runs with the driver's Python (it has pav; the script's own pick,
+    a checkout's .venv, else python3, may not). From a checkout the root's default, the script beside it."""
+    if paths.from_checkout():
+        return {}
+    script = paths.SCRIPTS / "sim-hosts"
+    return {"sim_hosts_script": f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"}
 
 
 SUBNETS = range(20, 220)

@@ -45,7 +45,7 @@ variable "ssh_public_key_file" {
 }
 
 variable "sim_hosts_script" {
-  description = "Path of scripts/sim-hosts; empty means the one in this repository."
+  description = "Command that runs scripts/sim-hosts (an installed driver passes its Python and its copy); empty means the one in this repository."
   type        = string
   default     = ""
 }

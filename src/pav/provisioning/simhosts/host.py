@@ -30,7 +30,11 @@ from pav.provisioning.simhosts.state import (
 
 HOST_INIT = Path(__file__).with_name("host-init.sh")
 # The checkout this package is in (src/pav/provisioning/simhosts/): shown read-only in every host, .venv too.
+# Installed from a wheel, the environment it is installed in: the driver's Python (sim-hosts runs with it)
+# runs the payload on the hosts.
 CHECKOUT = Path(__file__).resolve().parents[4]
+if not (CHECKOUT / "src" / "pav").is_dir():
+    CHECKOUT = Path(sys.prefix)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,62}")
 # The host's environment: nothing of the caller's.
 HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
