@@ -69,6 +69,7 @@ def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
     platform = options.platform or settings.platform
     launcher = options.launcher or settings.launcher
     _check_on_fail(options.on_fail, platform)
+    _check_recheck(env, options, platform)
     burn_in_s = settings.burn_in_s if options.burn_in_s is None else options.burn_in_s
     tests = _burn_in(_tests(options, settings, f"pav_tests of {where}", platform, launcher), burn_in_s)
     catalog.refuse_unknown(list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where}")
@@ -99,6 +100,19 @@ def _check_on_fail(action: str | None, platform: str) -> None:
     raise PavError(
         f"--on-fail {action} acts on platform {ON_FAIL.get(action, '?')} nodes, but this run's platform is "
         f"{platform}: {instead}"
+    )
+
+
+def _check_recheck(env: EnvSpec, options: Options, platform: str) -> None:
+    """--recheck re-tests nodes an earlier run marked; hosts this run would create carry no mark, so it stops
+    before provision creates any (a kept cluster, --reuse, or a static inventory is looked at after it)."""
+    if not options.recheck or not env.provisions or options.reuse or "provision" not in options.stages:
+        return
+    mark = next((a for a, p in ON_FAIL.items() if p == platform), "drain")
+    raise PavError(
+        f"--recheck: env {env.name} would create new hosts, and a new host carries no mark of this tool "
+        f"(nothing to recheck; nothing was created): recheck the hosts a run kept after --on-fail {mark} "
+        f"marked them (--reuse RUN_ID), or your cluster's own inventory (--inventory FILE)"
     )
 
 

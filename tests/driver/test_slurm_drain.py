@@ -11,9 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pav import pipeline
 from pav.context import Options
-from pav.reporting import marks
+from pav.reporting import marks, summary
 from pav.results import TestResult
 from pav.slurm import drain
 from pav.stages import drain as drain_stage
@@ -56,9 +58,68 @@ def test_isolation_names_the_host_of_a_test_across_hosts() -> None:
     assert planned[0].reason.endswith(" [torch_gloo_collectives_multi]")
 
 
-def test_without_isolation_the_failing_tests_hosts_drain() -> None:
+NAMING = (
+    "a host is named by a test of its own, or by isolation's re-runs on pairs (3 or more hosts, --platform "
+    "hosts, --launcher direct, pav_isolate: true; docs/isolation.md)"
+)
+
+
+def test_a_failure_across_two_hosts_that_names_neither_drains_neither() -> None:
+    """Two hosts cannot be told apart by pairs: the test that failed across them says nothing of which is
+    bad, so neither drains (both did, the healthy one too) and one line says which hosts are spared, why, and
+    how a host gets named."""
     multi = failing("torch_gloo_collectives_multi", ["a", "b"], [], reason="rank 1 exited 1")
-    assert sorted(d.host for d in drain.plan(run([multi]))) == ["a", "b"]
+    results = run([multi]) | {"isolation": {"suspects": [], "note": "torch_gloo_collectives_multi: 2 hosts "
+                                            "are too few to tell apart by pairs"}}  # fmt: skip
+    assert drain.plan(results) == []
+    decided = marks.decide(results)
+    assert decided.marks == [] and decided.unnamed is not None
+    assert decided.unnamed.line("draining") == (
+        "not draining a, b: torch_gloo_collectives_multi failed across them, which does not say which host "
+        f"is bad (2 hosts are too few to tell apart by pairs); {NAMING}"
+    )
+
+
+def test_a_host_whose_own_test_failed_drains_and_its_partner_does_not() -> None:
+    """b's own test names it; a took part only in the failure across both, which isolation (here: none ran,
+    under --launcher slurm) named no host of: a is spared, and the line says why in isolation's words."""
+    gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
+    multi = failing("torch_gloo_collectives_multi", ["a", "b"], [], reason="rank 1 exited 1")
+    note = "pair re-runs are not done under --launcher slurm"
+    decided = marks.decide(run([gemm, multi]) | {"isolation": {"suspects": [], "note": note}})
+    assert [(m.host, m.tests) for m in decided.marks] == [("b", ("gpu_gemm",))]
+    assert decided.unnamed is not None and decided.unnamed.hosts == ("a",)
+    assert decided.unnamed.line("draining").startswith(
+        "not draining a: torch_gloo_collectives_multi failed across them, which does not say which host is "
+        f"bad ({note}); "
+    )
+    # Isolation's suspect among 3 hosts is named: it drains, the others are cleared, no line.
+    three = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
+    assert marks.decide(run([three], suspects=("c",))).unnamed is None
+
+
+def test_the_drain_step_says_which_hosts_it_spares_in_the_run_and_the_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The drain stage with a 2-host FAIL no host of which was named: no playbook runs, no node drains,
+    and one line, printed as the run goes and in summary.txt, names both hosts and why."""
+    ctx = context(2, options=Options(on_fail="drain"))
+    ctx.run_dir = tmp_path
+    ctx.results.verdict = "FAIL"
+    multi = TestResult("torch_gloo_collectives_multi", ["h0", "h1"], "fail", "rank 1 exited 1")
+    ctx.results.tests = [multi]
+    ctx.results.isolation = {"suspects": [], "steps": [], "note": "torch_gloo_collectives_multi: 2 hosts "
+                             "are too few to tell apart by pairs"}  # fmt: skip
+    drain_stage.run(ctx)
+    line = (
+        "slurm drain: not draining h0, h1: torch_gloo_collectives_multi failed across them, which does not "
+        f"say which host is bad (2 hosts are too few to tell apart by pairs); {NAMING}"
+    )
+    assert capsys.readouterr().out.splitlines() == [line]
+    [action] = ctx.results.actions
+    assert (action["action"], action["hosts"], action["ok"]) == ("slurm drain", ["h0", "h1"], None)
+    assert not (tmp_path / "ansible").exists()  # no drain playbook
+    assert line in summary.render(ctx.results).splitlines()
 
 
 def test_a_host_with_two_bad_parts_drains_once_naming_every_failed_test() -> None:

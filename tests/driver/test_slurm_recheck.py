@@ -5,14 +5,29 @@ tests/sim/test_slurm.py's."""
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from pav.context import Options
+import pytest
+
+from pav import pipeline
+from pav.context import Options, RunContext
+from pav.errors import PavError
 from pav.launches import HostView
+from pav.platform import Platform
 from pav.results import HostRecord
 from pav.slurm import drain, recheck
+from pav.stages import provision
 from pav.stages import recheck as recheck_stage
+from tests.conftest import assert_one_line_error, run_cli
+from tests.docs_quotes import assert_documented
 from tests.driver.contexts import context
+from tests.driver.test_slurm_drain import local_inventory, no_signal_left
+
+__all__ = ["no_signal_left"]  # its autouse fixture, for this module's pipeline run too
 
 # As slurmctld 22.05 prints them (scontrol show node --oneliner), fields cut short to the ones read.
 SHOWN = "\n".join(
@@ -86,10 +101,52 @@ def test_the_recheck_run_narrows_to_the_drained_hosts_and_their_tests() -> None:
     assert ctx.inputs.launcher == "direct"
 
 
-def test_with_no_drained_node_of_the_tool_nothing_runs() -> None:
-    ctx = context(2, options=Options(recheck=True))
-    recheck_stage._narrow(ctx, {})
-    assert ctx.hosts == [] and not ctx.wants("validate") and ctx.wants("report")
+def scontrol_showing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shown: str) -> None:
+    """An scontrol on PATH that answers `show node --oneliner` as a controller would."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "scontrol").write_text(f"#!/bin/sh\ncat <<'EOF'\n{shown}\nEOF\n")
+    (bindir / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_with_no_drained_node_of_the_tool_the_run_stops_before_configure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real slurm_drained.yml on a local host (a static inventory: nothing to provision), its controller
+    listing one idle node and one an operator drained: the run stops right after that read, exit 2, one
+    error naming the mark, the nodes looked at and the fix; configure, validate and the drain/resume steps
+    never run, and there is nothing on the host to tear down. It went on to the configure stage and ended
+    with verdict NONE and exit 0."""
+    name = socket.gethostname().split(".")[0]
+    scontrol_showing(tmp_path, monkeypatch, "\n".join([
+        f"NodeName={name} Arch=x86_64 State=IDLE ThreadsPerCore=1",
+        "NodeName=n2 Arch=x86_64 State=IDLE+DRAIN Reason=bad fan [slurm@2026-11-20T08:00:00]",
+    ]))  # fmt: skip
+    ctx = context(1, options=Options(results_root=tmp_path / "runs", recheck=True))
+    ctx.inventory_file = local_inventory(tmp_path)
+    ctx.run_dir = tmp_path / "run"
+    ctx.run_dir.mkdir()
+    ran: list[str] = []
+
+    def stage(name: str) -> Callable[[RunContext], str]:
+        return lambda ctx: ran.append(name) or name
+
+    stages = {n: stage(n) for n in ("provision", "configure", "validate", "collect", "teardown")}
+    rc = pipeline.execute(
+        ctx, Platform("hosts", stages, {"provision": provision.resolve}, dry_run=lambda c: 0)
+    )
+    assert rc == 2 and ctx.results.verdict == "ERROR"
+    assert ran == ["provision", "teardown"] and ctx.hosts == []
+    assert ctx.results.error == (
+        '--recheck: no node carries this tool\'s drain (a Slurm reason "pav RUN_ID: ... [TESTS]"); looked at '
+        f"2 node(s): {name} IDLE, n2 IDLE+DRAIN (bad fan); nothing was configured or tested: run with "
+        "--on-fail drain first (it marks the nodes a FAIL names), then --recheck re-tests them"
+    )
+    assert_documented(f"error: {ctx.results.error}")
+    summary = (ctx.run_dir / "summary.txt").read_text()
+    assert "slurm recheck: n2: left alone: drained by someone else (bad fan)" in summary
+    assert sorted(p.name for p in (ctx.run_dir / "ansible").iterdir() if p.is_dir()) == ["recheck"]
 
 
 def test_each_test_launches_only_on_the_hosts_that_failed_it() -> None:
@@ -106,3 +163,26 @@ def test_each_test_launches_only_on_the_hosts_that_failed_it() -> None:
         "torch_gloo_allreduce": ["h1", "h2"],
         "ddp_cpu_train": ["h2"],
     }
+
+
+def test_a_recheck_that_would_create_its_hosts_is_refused_before_anything(tmp_path: Path) -> None:
+    """Hosts a run creates were never marked: --recheck on an env that provisions them stops in one line
+    before provision (on either platform), naming the fix; on the hosts a run kept (--reuse), or without
+    the provision stage, the kept hosts are looked at after provision as on a static inventory. It created
+    the hosts (the sim's namespaces and sshd, a paid cluster) to fail on them."""
+    with pytest.raises(PavError) as refused:
+        context(1, provisions=True, options=Options(recheck=True))
+    assert str(refused.value) == (
+        "--recheck: env t would create new hosts, and a new host carries no mark of this tool (nothing to "
+        "recheck; nothing was created): recheck the hosts a run kept after --on-fail drain marked them "
+        "(--reuse RUN_ID), or your cluster's own inventory (--inventory FILE)"
+    )
+    with pytest.raises(PavError, match="after --on-fail taint marked them"):
+        context(
+            1, provisions=True, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"]
+        )
+    context(1, provisions=True, options=Options(recheck=True, reuse="r1"))
+    context(1, provisions=True, options=Options(recheck=True, stages=("validate", "collect", "report")))
+    got = run_cli("--env", "sim", "--recheck", "--results-root", str(tmp_path / "runs"))
+    assert_one_line_error(got, "--recheck: env sim would create new hosts", "--reuse RUN_ID", documented=True)
+    assert not (tmp_path / "runs").exists()  # no run dir, nothing provisioned

@@ -17,12 +17,15 @@ import pytest
 
 from pav import catalog
 from pav.context import Options
+from pav.errors import PavError
 from pav.k8s import job_api, marking, render, taint
 from pav.k8s.config import load_config
 from pav.k8s.kubectl import Kubectl
-from pav.reporting import marks
+from pav.reporting import marks, summary
+from pav.results import TestResult
 from pav.slurm import drain
 from tests.conftest import assert_one_line_error, run_cli
+from tests.docs_quotes import assert_documented
 from tests.driver.contexts import context
 from tests.driver.test_slurm_drain import failing, gate
 from tests.driver.test_slurm_drain import run as results_of
@@ -94,10 +97,53 @@ def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
                 taint.KEY,
                 taint.UNSCHEDULABLE,
             ]
-    empty = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
-    marking._narrow(empty, {})
-    assert "validate" not in empty.options.stages and "report" in empty.options.stages
     assert catalog.CATALOG["torch_nccl_allreduce"].scope == "host"
+
+
+def test_a_recheck_with_no_node_of_the_tools_stops_naming_the_nodes_it_looked_at(
+    api: ApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right after provision (the hook before configure installs the operators): no node carries the tool's
+    taint, so the run stops in one line naming the nodes looked at and the fix; an operator's marks are
+    listed as before. It went on to configure (installing the operators) and ended with verdict NONE."""
+    kubectl(api, "cordon", "gpu-node-2")
+    kubectl(api, "taint", "nodes", "gpu-node-4", f"{taint.KEY}=by-hand:NoSchedule")  # our key, no annotation
+    ctx = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
+    monkeypatch.setattr(marking, "kubectl", lambda ctx: Kubectl(api.kubeconfig, "pav"))
+    before = len(api.requests)
+    with pytest.raises(PavError) as refused:
+        marking.select(ctx)
+    assert str(refused.value) == (
+        f"--recheck: no node carries this tool's taint ({taint.KEY} with the {taint.RUN} annotation); looked "
+        "at 5 node(s): gpu-node-0, gpu-node-1, gpu-node-2 (cordoned by someone else), gpu-node-3, gpu-node-4 "
+        f"(tainted {taint.KEY} without the tool's {taint.RUN} annotation, tainted {taint.KEY}=by-hand:"
+        "NoSchedule by someone else); nothing was configured or tested: run with --on-fail taint first (it "
+        "marks the nodes a FAIL names), then --recheck re-tests them"
+    )
+    assert_documented(f"error: {refused.value}")
+    assert [a["host"] for a in ctx.results.actions] == ["gpu-node-2", "gpu-node-4"]
+    assert api.requests[before:] == ["GET /api/v1/nodes?limit=500"]  # read, nothing changed
+
+
+def test_nodes_of_a_failure_across_nodes_that_names_none_are_not_tainted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The decision Slurm's drain takes (pav.reporting.marks): a test across 2 nodes that failed names no
+    node, so neither is tainted and one line says so, printed and in the summary; no kubectl runs."""
+    ctx = context(0, options=Options(on_fail="taint"), platform="k8s", tests=["torch_nccl_allreduce"])
+    ctx.results.verdict = "FAIL"
+    ctx.results.tests = [TestResult("torch_nccl_allreduce_multi", ["n1", "n2"], "error", "pod failed")]
+    marking.after_report(ctx)
+    [action] = ctx.results.actions
+    assert action["action"] == taint.ACTION and action["hosts"] == ["n1", "n2"] and action["ok"] is None
+    line = f"{taint.ACTION}: {action['detail']}"
+    assert line.startswith(
+        "k8s taint: not tainting n1, n2: torch_nccl_allreduce_multi failed across them, which does not say "
+        "which host is bad (2 hosts are too few to tell apart by pairs); a host is named by a test of its own"
+    )
+    assert capsys.readouterr().out.splitlines() == [line]
+    assert line in summary.render(ctx.results).splitlines()
+    assert taint.plan(ctx.results.to_dict()) == drain.plan(ctx.results.to_dict()) == []
 
 
 def test_trainjobs_pinned_to_other_nodes_get_runtimes_of_their_own() -> None:

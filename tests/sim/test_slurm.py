@@ -1,8 +1,9 @@
 """--env sim --launcher slurm: the slurm role brings up slurmctld + slurmd + munged on 2 sim hosts, the
 env's own test list runs as Slurm jobs (the payload's multi-host run sbatch -> srun -> torchrun),
 Slurm's own checks run, a rank that exits non-zero fails the job and the
-verdict, --on-fail drain drains the nodes of that FAIL (and none after a PASS) with the tool's reason in the
-real slurmctld, and teardown leaves no daemon behind."""
+verdict, --on-fail drain drains the nodes of a FAIL that names them (and none after a PASS, nor after a FAIL
+across the 2 hosts that cannot say which is bad) with the tool's reason in the real slurmctld, and teardown
+leaves no daemon behind."""
 
 from __future__ import annotations
 
@@ -31,12 +32,15 @@ BURN, SDC = "fault_burn_cpu", "fault_sdc_cpu"  # gpu_burn and sdc_check on CPU r
 class SlurmRuns:
     healthy: CliRun
     healthy_dir: Path
-    failing: CliRun
+    failing: CliRun  # a test across both hosts fails: 2 hosts cannot say which is bad
     failing_dir: Path
+    after_failing: dict[str, dict[str, str]]  # scontrol show node after it
+    drained: CliRun  # a test of each host fails on both: each is named, and drained
+    drained_dir: Path
     daemons: list[str]  # seen while the cluster was up
     down: CliRun
     state: Path
-    nodes: dict[str, dict[str, str]]  # scontrol show node after the failing run: NodeName -> its fields
+    nodes: dict[str, dict[str, str]]  # scontrol show node after the drained run: NodeName -> its fields
     fixed: str  # the node whose drain was made to name a test that passes: the recheck returns it
     before_recheck: dict[str, dict[str, str]]
     rechecked: CliRun
@@ -74,7 +78,7 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
     kept = slurm_cluster.reuse()
     common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report", *kept)
     common += ("--on-fail", "drain")
-    healthy_dir, failing_dir = base / "healthy", base / "failing"
+    healthy_dir, failing_dir, drained_dir = base / "healthy", base / "failing", base / "drained"
     try:
         assert slurm_cluster.first.rc == 0, slurm_cluster.first.stdout + slurm_cluster.first.stderr
         healthy = run_cli(*common, "--run-dir", str(healthy_dir), env=env, timeout=900)  # the env's tests
@@ -84,9 +88,11 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         burn = run_cli(*common[:-2], "--tests", f"{BURN},{SDC}", "--burn-in", "3s", "--run-dir",
                        str(base / "burn"), env=env | {"PAV_FAULT_SDC_GPU": "1"}, timeout=600)  # fmt: skip
         failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
+        after_failing = slurm_nodes(slurm_cluster)
+        drained = run_cli(*common, "--tests", HOST_FAULT, "--run-dir", str(drained_dir), env=env, timeout=600)
         nodes = slurm_nodes(slurm_cluster)
-        # Each drain, as the tool writes one, now names a test of one host (the failing run's spans both):
-        # the first node's still fails, the second's is "fixed" and passes.
+        # Each drain, as the tool writes one, now names a test of one host: the first node's still fails, the
+        # second's is "fixed" and passes.
         broken, fixed = sorted(nodes)
         failing_id = json.loads((failing_dir / "results.json").read_text())["run_id"]
         scontrol(
@@ -106,7 +112,8 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
                        env=env)  # fmt: skip
         slurm_cluster.down = down
     return SlurmRuns(
-        healthy, healthy_dir, failing, failing_dir, daemons, down, slurm_cluster.state, nodes,
+        healthy, healthy_dir, failing, failing_dir, after_failing, drained, drained_dir, daemons, down,
+        slurm_cluster.state, nodes,
         fixed, before_recheck, rechecked, rechecked_dir, after_recheck, by_hand, by_hand_dir, after_by_hand,
         burn, base / "burn",
     )  # fmt: skip
@@ -215,10 +222,12 @@ def test_rank_exiting_nonzero_fails_the_job_and_the_verdict(runs: SlurmRuns) -> 
 
 
 def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: SlurmRuns) -> None:
-    """The failing run's multi-host test names both hosts (2 hosts: no isolation to single one out): both
-    nodes drain in the real slurmctld with a reason naming the run and the test. The healthy run before it,
-    with the same flag, drained nothing: the failing run's own slurm_cluster_state found every node idle."""
-    results = runs.results(runs.failing_dir)
+    """A test of each host failed on both: each host is named by its own test, and both nodes drain in the
+    real slurmctld with a reason naming the run and the test. The healthy run before it, with the same flag,
+    drained nothing: the failing runs' own slurm_cluster_state found every node idle."""
+    assert runs.drained.rc == 1, runs.drained.stdout + runs.drained.stderr
+    results = runs.results(runs.drained_dir)
+    assert by_name(results)["slurm_cluster_state"]["status"] == "pass"
     drains = [a for a in results["actions"] if a["action"] == "slurm drain"]
     assert sorted(a["host"] for a in drains) == sorted(results["hosts"]), results["actions"]
     assert all(a["ok"] for a in drains), drains
@@ -227,9 +236,25 @@ def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: Slur
     for name, node in runs.nodes.items():
         assert "DRAIN" in node["State"], (name, node)
         assert node["Reason"].startswith(f"pav {results['run_id']}: "), node["Reason"]
-        assert f"[{FAULT}]" in node["line"], node["line"]
-    summary = (runs.failing_dir / "summary.txt").read_text()
+        assert f"[{HOST_FAULT}]" in node["line"], node["line"]
+    summary = (runs.drained_dir / "summary.txt").read_text()
     assert summary.count("slurm drain: ") == 2 and "VERDICT: FAIL" in summary
+
+
+def test_a_failure_across_the_two_hosts_drains_neither(runs: SlurmRuns) -> None:
+    """The test across both hosts failed, and 2 hosts cannot be told apart: neither node drains (both did,
+    the healthy one too), and one line, printed as the run went and in its summary, says which and why."""
+    results = runs.results(runs.failing_dir)
+    [spared] = results["actions"]
+    assert (spared["action"], spared["ok"]) == ("slurm drain", None), spared
+    assert sorted(spared["hosts"]) == sorted(results["hosts"])
+    line = f"slurm drain: {spared['detail']}"
+    head = f"slurm drain: not draining {', '.join(spared['hosts'])}: {FAULT} failed across them, "
+    assert line.startswith(head + "which does not say which host is bad ("), line
+    assert runs.failing.stdout.count(line + "\n") == 2  # as the run went, and in the summary printed
+    assert line in (runs.failing_dir / "summary.txt").read_text().splitlines()
+    assert len(runs.after_failing) == 2
+    assert not [n for n in runs.after_failing.values() if "DRAIN" in n["State"]], runs.after_failing
 
 
 def rechecks(run_dir: Path) -> list[dict[str, Any]]:

@@ -1,9 +1,12 @@
 """--on-fail taint and --recheck on a k8s run (pav.k8s.taint does the kubectl work).
 
-After the report, --on-fail taint cordons, taints and annotates each node the FAIL's bad parts name. With
---recheck, after provision: the tool's tainted nodes and the tests each failed narrow the run (each test's
-job runs only on the nodes that failed it, tolerating the tool's taint and the cordon); after the report,
-each node whose tests all passed again is untainted and uncordoned, the others stay. Nodes marked by anyone
+After the report, --on-fail taint cordons, taints and annotates each node the FAIL's bad parts name (the
+hosts Slurm would drain: pav.reporting.marks decides; the nodes of a test across nodes that named none of
+them are one line, not tainted). With --recheck, after provision: the tool's tainted nodes and the tests each
+failed narrow the run (each test's job runs only on the nodes that failed it, tolerating the tool's taint and
+the cordon), and where no node is the tool's the run stops there, naming the nodes it looked at, before
+configure installs anything; after the report, each node whose tests all passed again is untainted and
+uncordoned, the others stay. Nodes marked by anyone
 else are listed, never touched. Never raises past its step: each node's outcome is an entry of results.json
 `actions` and a summary line; the verdict and the exit code stay the run's.
 """
@@ -21,7 +24,7 @@ from pav.k8s.kubectl import Kubectl
 from pav.k8s.render import Job
 from pav.reporting import marks
 
-RECHECKED = ("validate", "collect")  # stages with nothing to do when no node is the tool's
+MARK = f"taint ({taint.KEY} with the {taint.RUN} annotation)"
 
 
 def kubectl(ctx: RunContext) -> Kubectl:
@@ -39,7 +42,11 @@ def after_report(ctx: RunContext) -> None:
 
 
 def _taint(ctx: RunContext) -> None:
-    planned = taint.plan(ctx.results.to_dict())
+    decided = marks.decide(ctx.results.to_dict())  # the hosts Slurm would drain: one decision
+    if decided.unnamed is not None:  # said as the run goes, and in the summary
+        print(f"{taint.ACTION}: {decided.unnamed.line('tainting')}", flush=True)
+        ctx.results.actions.append(decided.unnamed.entry(taint.ACTION, "tainting"))
+    planned = taint.from_marks(decided.marks)
     if not planned:
         return
     kube = kubectl(ctx)
@@ -60,13 +67,13 @@ def select(ctx: RunContext) -> None:
     for node, tests in found.tests.items():
         entry = _entry(node, tests, found.reasons[node], f"rechecking {', '.join(tests)}")
         ctx.results.actions.append({**entry, "cordoned_by_pav": found.cordoned[node]})
+    if not found.tests:  # nothing to recheck: the run stops before configure installs anything
+        looked = [f"{n} ({found.others[n]} by someone else)" if n in found.others else n for n in found.nodes]
+        raise PavError(marks.nothing_to_recheck(MARK, looked, "taint"))
     _narrow(ctx, found.tests)
 
 
 def _narrow(ctx: RunContext, tests: dict[str, tuple[str, ...]]) -> None:
-    if not tests:
-        ctx.options.stages = tuple(s for s in ctx.options.stages if s not in RECHECKED)
-        return
     names = tuple(dict.fromkeys(t for node_tests in tests.values() for t in node_tests))
     chosen = replace(ctx.options, tests=names, hosts=len(tests))
     ctx.inputs = run_inputs.resolve(ctx.env, chosen, ctx.settings)

@@ -54,7 +54,11 @@ class Taint:
 
 def plan(results: dict[str, Any]) -> list[Taint]:
     """One taint per node a bad part of a FAIL names (pav.reporting.marks.plan)."""
-    return [Taint(m.host, m.reason, m.tests) for m in marks.plan(results)]
+    return from_marks(marks.plan(results))
+
+
+def from_marks(planned: list[marks.Mark]) -> list[Taint]:
+    return [Taint(m.host, m.reason, m.tests) for m in planned]
 
 
 def value(tests: tuple[str, ...]) -> str:
@@ -100,6 +104,7 @@ class Found:
     reasons: dict[str, str] = field(default_factory=dict)
     cordoned: dict[str, bool] = field(default_factory=dict)  # whether the tool cordoned it
     others: dict[str, str] = field(default_factory=dict)  # marked by someone else -> how; left alone
+    nodes: list[str] = field(default_factory=list)  # every node looked at
 
 
 def find(nodes: dict[str, Any]) -> Found:
@@ -108,6 +113,7 @@ def find(nodes: dict[str, Any]) -> Found:
     out = Found()
     for node in nodes.get("items") or []:
         name = node["metadata"]["name"]
+        out.nodes.append(name)
         ann = node["metadata"].get("annotations") or {}
         spec = node.get("spec") or {}
         taints = [t for t in spec.get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")]

@@ -56,6 +56,9 @@ class BadPart:
     worst: Figure
     more: int  # the part's other failing figures (other metrics, problems)
     tests: tuple[str, ...]
+    # Whether its hosts were named: a host's own test, or isolation's suspects of a test across hosts. A test
+    # across hosts that isolation named none of (2 hosts, no pair re-runs) names all its hosts, unnamed.
+    named: bool = True
 
     @property
     def label(self) -> str:
@@ -82,7 +85,7 @@ def find(results: dict[str, Any]) -> list[BadPart]:
         hosts = _where(test, suspects)
         for part, figure in figures(test):
             found.setdefault((hosts, "" if part == "host" else part), []).append(figure)
-    parts = [_part(hosts, part, figs) for (hosts, part), figs in found.items()]
+    parts = [_part(hosts, part, figs, suspects) for (hosts, part), figs in found.items()]
     return sorted(parts, key=lambda p: (KINDS.index(p.kind), p.worst.score))
 
 
@@ -171,7 +174,7 @@ def _problem(test: str, problem: str) -> Figure:
     return Figure(test, "", None, "", problem, "problem", causes.problem_cause(problem), 0.0)
 
 
-def _part(hosts: tuple[str, ...], part: str, figs: list[Figure]) -> BadPart:
+def _part(hosts: tuple[str, ...], part: str, figs: list[Figure], suspects: set[str]) -> BadPart:
     by_metric: dict[str, list[Figure]] = {}
     for fig in figs:
         by_metric.setdefault(fig.metric or fig.source, []).append(fig)
@@ -179,7 +182,8 @@ def _part(hosts: tuple[str, ...], part: str, figs: list[Figure]) -> BadPart:
     worst_metric = min(by_metric.values(), key=lambda same: min(f.score for f in same))
     worst = min(worst_metric, key=lambda f: (BASES.index(f.basis) if f.basis in BASES else 0, f.score))
     tests = tuple(dict.fromkeys(f.test for f in figs))
-    return BadPart(hosts, part, _kind(part, hosts), worst, len(by_metric) - 1, tests)
+    named = len(hosts) < 2 or set(hosts) <= suspects
+    return BadPart(hosts, part, _kind(part, hosts), worst, len(by_metric) - 1, tests, named)
 
 
 def _kind(part: str, hosts: tuple[str, ...]) -> str:

@@ -3,9 +3,12 @@
 recheck runs again.
 
 Slurm drains the marks' nodes (pav.slurm.drain), Kubernetes taints them (pav.k8s.taint): both act on
-exactly these hosts. Only a FAIL marks: an interrupted or broken run (ERROR) names hosts for what happened to
-the run, not for what is wrong with them. The reason starts with PREFIX so a later run knows its own marks
-from an operator's.
+exactly these hosts, from the one decision here. Only a FAIL marks: an interrupted or broken run (ERROR)
+names hosts for what happened to the run, not for what is wrong with them. A host is marked only where a
+part names it: its own test failed, or isolation named it for a test across hosts. A test across hosts that
+named none of its hosts (2 hosts cannot be told apart; no pair re-runs) marks none of them: they are the
+run's `Unnamed`, one line saying why. The reason starts with PREFIX so a later run knows its own marks from
+an operator's.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pav.isolation import MIN_HOSTS
 from pav.reporting import bad_parts
 
 PREFIX = "pav "
@@ -29,21 +33,105 @@ class Mark:
     tests: tuple[str, ...]  # the tests that failed on it, worst part's first: the ones a recheck runs
 
 
-def plan(results: dict[str, Any]) -> list[Mark]:
-    """One mark per host a bad part names, its reason from the worst part (the most specific first); none
-    unless the verdict is FAIL."""
+# How a host of a test across hosts is named, whatever the run's platform (docs/isolation.md).
+NAMING = (
+    "a host is named by a test of its own, or by isolation's re-runs on pairs (3 or more hosts, --platform "
+    "hosts, --launcher direct, pav_isolate: true; docs/isolation.md)"
+)
+
+
+@dataclass(frozen=True)
+class Unnamed:
+    """The hosts of tests across hosts that failed naming none of them, and no part of their own: a mark on
+    each would take the healthy ones with the bad."""
+
+    hosts: tuple[str, ...]
+    tests: tuple[str, ...]
+    why: str  # isolation's note, or why no re-run named one
+
+    def line(self, verb: str) -> str:
+        """ "not draining a, b: TEST failed across them, which does not say which host is bad (WHY); HOW"
+        (verb: draining, tainting)."""
+        return (
+            f"not {verb} {', '.join(self.hosts)}: {', '.join(self.tests)} failed across them, which does not "
+            f"say which host is bad ({self.why}); {NAMING}"
+        )
+
+    def entry(self, action: str, verb: str) -> dict[str, Any]:
+        """The run's `actions` entry: one for all of them (`hosts`), no change made (`ok` null)."""
+        return {"action": action, "host": "", "hosts": list(self.hosts), "reason": "",
+                "tests": list(self.tests), "ok": None, "detail": self.line(verb)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Decision:
+    marks: list[Mark]
+    unnamed: Unnamed | None  # hosts left unmarked though a failed test ran on them, and why
+
+
+def decide(results: dict[str, Any]) -> Decision:
+    """One mark per host a bad part names, its reason from the worst part (the most specific first); the
+    hosts of a test across hosts that named none of them are not marked (Unnamed). Nothing unless the
+    verdict is FAIL."""
     if results.get("verdict") != "FAIL":
-        return []
+        return Decision([], None)
     run_id = str(results.get("run_id") or "")
     by_host: dict[str, list[bad_parts.BadPart]] = {}
+    unnamed: list[bad_parts.BadPart] = []
     for part in bad_parts.find(results):
+        if not part.named:
+            unnamed.append(part)
+            continue
         for host in part.hosts:
             by_host.setdefault(host, []).append(part)
     out = []
     for host, parts in by_host.items():
         tests = tuple(dict.fromkeys(t for p in parts for t in p.tests))
         out.append(Mark(host, reason(run_id, parts[0], tests, len(parts) - 1), tests))
-    return out
+    return Decision(out, _unnamed(results, unnamed, set(by_host)))
+
+
+def plan(results: dict[str, Any]) -> list[Mark]:
+    """The marks of decide(): what Slurm drains and Kubernetes taints."""
+    return decide(results).marks
+
+
+def _unnamed(results: dict[str, Any], parts: list[bad_parts.BadPart], marked: set[str]) -> Unnamed | None:
+    hosts = tuple(dict.fromkeys(h for p in parts for h in p.hosts if h not in marked))
+    if not hosts:
+        return None
+    tests = tuple(dict.fromkeys(t for p in parts for t in p.tests))
+    # Isolation's note names why it re-ran nothing: per test ("TEST: 2 hosts are too few ...") or for the run.
+    note = str((results.get("isolation") or {}).get("note") or "")
+    ran = {str(t.get("name")) for t in results.get("tests") or []}
+    why = []
+    for said in (s for s in note.split("; ") if s):
+        test, _, rest = said.partition(": ")
+        if test in tests:
+            why.append(rest)
+        elif test not in ran:
+            why.append(said)
+    if not why:
+        most = max(len(p.hosts) for p in parts)
+        few = f"{most} hosts are too few to tell apart by pairs"
+        why = [few if most < MIN_HOSTS else "no re-run on pairs"]
+    return Unnamed(hosts, tests, "; ".join(dict.fromkeys(why)))
+
+
+LOOKED_SHOWN = 12  # nodes a refused --recheck names; the rest counted
+
+
+def nothing_to_recheck(mark: str, looked: list[str], flag: str) -> str:
+    """--recheck's refusal where no node carries the tool's mark: which nodes it looked at, and the fix. The
+    run stops there, before its hosts are configured or tested."""
+    shown = ", ".join(looked[:LOOKED_SHOWN]) or "none"
+    if len(looked) > LOOKED_SHOWN:
+        shown += f" and {len(looked) - LOOKED_SHOWN} more"
+    return (
+        f"--recheck: no node carries this tool's {mark}; looked at {len(looked)} node(s): {shown}; nothing "
+        f"was configured or tested: run with --on-fail {flag} first (it marks the nodes a FAIL names), then "
+        "--recheck re-tests them"
+    )
 
 
 def reason(run_id: str, part: bad_parts.BadPart, tests: tuple[str, ...], more: int = 0) -> str:

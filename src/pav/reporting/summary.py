@@ -151,7 +151,8 @@ def _actions(results: RunResults) -> list[str]:
     lines = []
     for act in results.actions:
         state = " FAILED" if act.get("ok") is False else ""
-        lines.append(f"{act.get('action')}{state}: {act.get('host')}: {act.get('detail')}")
+        where = f"{act['host']}: " if act.get("host") else ""  # none: the entry's detail names its hosts
+        lines.append(f"{act.get('action')}{state}: {where}{act.get('detail')}")
     return lines
 
 

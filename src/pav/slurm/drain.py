@@ -13,7 +13,7 @@ from typing import Any
 from pav.reporting import marks
 from pav.reporting.marks import PREFIX, REASON_CHARS, is_ours, reason
 
-__all__ = ["PREFIX", "REASON_CHARS", "Drain", "asked", "is_ours", "plan", "reason", "records"]
+__all__ = ["PREFIX", "REASON_CHARS", "Drain", "asked", "from_marks", "is_ours", "plan", "reason", "records"]
 _bound = marks.bound
 
 
@@ -31,7 +31,11 @@ class Drain:
 
 def plan(results: dict[str, Any]) -> list[Drain]:
     """One drain per host a bad part names (pav.reporting.marks.plan); none unless the verdict is FAIL."""
-    return [Drain(m.host, m.reason, m.tests) for m in marks.plan(results)]
+    return from_marks(marks.plan(results))
+
+
+def from_marks(planned: list[marks.Mark]) -> list[Drain]:
+    return [Drain(m.host, m.reason, m.tests) for m in planned]
 
 
 def records(drains: list[Drain]) -> list[dict[str, Any]]:

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 
 from pav.reporting.marks import is_ours, passed
 
-__all__ = ["Node", "Plan", "parse_nodes", "passed", "plan", "tests_of"]
+__all__ = ["Node", "Plan", "looked_at", "parse_nodes", "passed", "plan", "tests_of"]
 
 # scontrol show node --oneliner: Reason=TEXT [USER@TIME] where the node has a reason.
 REASON = re.compile(r"\bReason=(.*?) \[[^\]@\s]+@[^\]\s]+\]")
 FIELD = re.compile(r"\b(NodeName|State)=(\S+)")
 TESTS = re.compile(r" \[([A-Za-z0-9_,]+)\]$")
+REASON_SHOWN = 48  # of a reason, in a refused recheck's line
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,12 @@ def parse_nodes(shown: str) -> list[Node]:
         reason = REASON.search(line)
         nodes.append(Node(fields["NodeName"], fields.get("State", ""), reason.group(1) if reason else ""))
     return nodes
+
+
+def looked_at(nodes: list[Node]) -> list[str]:
+    """Each node as a refused recheck names it: "n0 IDLE", "n2 IDLE+DRAIN (bad fan)"."""
+    cut = lambda text: text if len(text) <= REASON_SHOWN else text[: REASON_SHOWN - 3] + "..."  # noqa: E731
+    return [f"{n.name} {n.state}" + (f" ({cut(n.reason)})" if n.reason else "") for n in nodes]
 
 
 def tests_of(reason: str) -> tuple[str, ...]:

@@ -1,5 +1,7 @@
 """--on-fail drain, after the report: drain the Slurm nodes the run's bad parts name (pav.slurm.drain),
-through playbooks/slurm_drain.yml (scontrol on the Slurm controller). Never raises: each host's outcome is
+through playbooks/slurm_drain.yml (scontrol on the Slurm controller). The hosts of a test across hosts that
+named none of them (2 hosts, no pair re-runs) are not drained: one line, printed and in the summary, names
+them and why (pav.reporting.marks decides, for Kubernetes' taint too). Never raises: each host's outcome is
 an entry of results.json `actions` and a summary line; the verdict and the exit code stay the run's."""
 
 from __future__ import annotations
@@ -18,15 +20,24 @@ FIX = (
 )
 
 
+ACTION = "slurm drain"
+
+
 def run(ctx: RunContext) -> None:
     if ctx.options.on_fail != "drain" or ctx.options.recheck:  # a recheck keeps its nodes' drains
         return
-    step = lambda: ctx.results.actions.extend(drain.records(act(ctx)))  # noqa: E731
-    marks.guarded(ctx.run_dir, ctx.results.actions, "slurm drain", step, "no node was drained by it")
+    marks.guarded(ctx.run_dir, ctx.results.actions, ACTION, lambda: _step(ctx), "no node was drained by it")
 
 
-def act(ctx: RunContext) -> list[drain.Drain]:
-    planned = drain.plan(ctx.results.to_dict())
+def _step(ctx: RunContext) -> None:
+    decided = marks.decide(ctx.results.to_dict())
+    if decided.unnamed is not None:  # said as the run goes, and in the summary
+        print(f"{ACTION}: {decided.unnamed.line('draining')}", flush=True)
+        ctx.results.actions.append(decided.unnamed.entry(ACTION, "draining"))
+    ctx.results.actions.extend(drain.records(act(ctx, drain.from_marks(decided.marks))))
+
+
+def act(ctx: RunContext, planned: list[drain.Drain]) -> list[drain.Drain]:
     if not planned:
         return []
     if ctx.inventory_file is None or ctx.inputs.platform != "hosts":

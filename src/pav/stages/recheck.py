@@ -1,7 +1,8 @@
-"""--recheck: before validate, find the Slurm nodes this tool drained (playbooks/slurm_drained.yml) and
-narrow the run to their hosts and the tests they failed; after the report, return (RESUME) each node whose
-tests all passed again, keep the others drained. A node drained by anyone else is listed, never touched.
-Each node's outcome is an entry of results.json `actions` and a summary line."""
+"""--recheck: before configure, find the Slurm nodes this tool drained (playbooks/slurm_drained.yml) and
+narrow the run to their hosts and the tests they failed, or, where none is the tool's, stop the run there
+(exit 2, naming the nodes looked at) before any host is configured; after the report, return (RESUME) each
+node whose tests all passed again, keep the others drained. A node drained by anyone else is listed, never
+touched. Each node's outcome is an entry of results.json `actions` and a summary line."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pav.stages.playbook import play
 
 ACTION = "slurm recheck"
 PlanLaunches = Callable[..., tuple[list[Launch], list[TestResult]]]
-RECHECKED = ("validate", "collect", "isolate")  # stages with nothing to do when no node is the tool's
+MARK = f'drain (a Slurm reason "{marks.PREFIX}RUN_ID: ... [TESTS]")'
 
 
 def select(ctx: RunContext) -> None:
@@ -35,7 +36,8 @@ def select(ctx: RunContext) -> None:
         why = "; ".join(m for msgs in outcome.failures.values() for m in msgs) or str(outcome.unreachable)
         raise PavError(f"--recheck: could not read the Slurm nodes ({why}); check that scontrol works there")
     shown = str(next(iter(facts.values()))["shown"])
-    found = recheck.plan(recheck.parse_nodes(shown), {str(f["node"]): h for h, f in facts.items()})
+    nodes = recheck.parse_nodes(shown)
+    found = recheck.plan(nodes, {str(f["node"]): h for h, f in facts.items()})
     for node in found.others:
         ctx.results.actions.append(
             _left(node.name, f"drained by someone else ({node.reason or 'no reason'})")
@@ -46,15 +48,16 @@ def select(ctx: RunContext) -> None:
         )
     for host, tests in found.tests.items():
         ctx.results.actions.append(_entry(host, tests, found.reasons[host]))
+    if not found.tests:
+        # Nothing to recheck: the run stops before configure touches a host (none to tear down either).
+        ctx.hosts = []
+        raise PavError(marks.nothing_to_recheck(MARK, recheck.looked_at(nodes), "drain"))
     _narrow(ctx, found.tests)
 
 
 def _narrow(ctx: RunContext, tests: dict[str, tuple[str, ...]]) -> None:
     ctx.hosts = [h for h in ctx.hosts if h.name in tests]
     ctx.results.hosts = {n: r for n, r in ctx.results.hosts.items() if n in tests}
-    if not tests:
-        ctx.options.stages = tuple(s for s in ctx.options.stages if s not in RECHECKED)
-        return
     names = tuple(dict.fromkeys(t for host_tests in tests.values() for t in host_tests))
     # Direct launches: Slurm runs no job on a drained node, and its checks would fail on the drain itself.
     chosen = replace(ctx.options, tests=names, launcher="direct")
