@@ -239,11 +239,21 @@ def where_to_run(args: argparse.Namespace) -> EnvSpec:
 def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...]) -> str | None:
     """The kept run a run of stages that launch nothing acts on (its dir given), or None for a run of its
     own. A run dir is one run's: given another run's, a run that is not acting on it is refused (issue 48).
-    A dir that does not exist is this run's own (a teardown of the env's state records itself there)."""
+    A teardown alone given a dir that does not exist is refused: its --run-dir names the run whose work it
+    removes, and a mistyped one tore down nothing, exit 0, into a dir made for it. --reuse RUN_ID names the
+    run itself, so its --run-dir is its own record; a teardown of no kept run leaves --run-dir out."""
     if args.run_dir is None:
         return None
     recorded = rundir.recorded_run(args.run_dir)
     if recorded is None:
+        if set(stages) == {"teardown"} and not args.reuse and not args.run_dir.exists():
+            reuse = " or --reuse RUN_ID" if env.provisions else ""
+            what = "destroy what the env's state holds" if env.provisions else "end what gone runs left"
+            raise PavError(
+                f"--run-dir {args.run_dir} does not exist: a teardown given --run-dir acts on that run; "
+                f"pass the kept run's dir (its summary.txt names it){reuse}, or leave --run-dir out to "
+                f"{what} (its record then goes under --results-root)"
+            )
         return None
     if "validate" not in stages and recorded.env == env.name:
         return recorded.run_id
@@ -330,13 +340,17 @@ def make_context(args: argparse.Namespace) -> RunContext:
 
 
 def run(argv: list[str]) -> int:
-    from pav import pipeline
+    from pav import pipeline, plan
     from pav.ansible_exec import close_connections, control_dir
 
     args = build_parser().parse_args(argv)
     ctx = make_context(args)
+    if gone := already_torn_down(ctx):
+        print(gone)
+        return 0
     platform = pipeline.platform_for(ctx)
     if ctx.options.dry_run:
+        plan.check_exports(ctx)
         return platform.dry_run(ctx)
     # What the driver removes after its playbooks, the reaper removes if the driver dies first; and it scrubs
     # the run dir, as the driver's end would have.
@@ -363,13 +377,35 @@ def run(argv: list[str]) -> int:
 
 
 def link_kept_run(ctx: RunContext) -> None:
-    """A kept run this run tore down gets one link to this run's record; its own files stay as they are."""
-    if not ctx.results.kept_run or ctx.options.keep:
+    """A kept run this run tore down gets one link to this run's record; its own files stay as they are. The
+    kept run is the one whose dir a teardown was given, and the one that kept the hosts a run destroyed
+    (--reuse RUN_ID without --keep: its teardown destroys them), so a later teardown of that run knows they
+    are gone and by whom (already_torn_down). Where a destroy took nothing, no run's hosts went: no link."""
+    if ctx.options.keep:
         return
     teardown = next((s for s in ctx.results.stages if s.name == "teardown"), None)
-    if teardown is not None and teardown.status == "ok":
-        kept_dir = Path(ctx.results.kept_run["run_dir"])
-        run_links.link_teardown(kept_dir, ctx.results.run_id, ctx.run_dir, teardown.ended or "")
+    if teardown is None or teardown.status != "ok" or (ctx.env.provisions and not ctx.results.destroyed):
+        return
+    kept_dirs = [ctx.results.kept_run.get("run_dir", ""), ctx.kept_dir]
+    for kept_dir in dict.fromkeys(d for d in kept_dirs if d):
+        run_links.link_teardown(Path(kept_dir), ctx.results.run_id, ctx.run_dir, teardown.ended or "")
+
+
+def already_torn_down(ctx: RunContext) -> str:
+    """A teardown alone of a kept run whose hosts are gone (a --reuse run destroyed them, or an earlier
+    teardown did: the run's dir holds its link): the line that says so, by whom and when, instead of a
+    teardown that would destroy nothing and stamp itself the run that tore them down. "" otherwise. Hosts an
+    env provisions only: a static host's teardown may have failed on some hosts and is run again."""
+    kept = ctx.results.kept_run
+    if not kept or not ctx.env.provisions or set(ctx.options.stages) != {"teardown"}:
+        return ""
+    link = run_links.torn_down(Path(kept["run_dir"]))
+    if link is None:
+        return ""
+    return (
+        f"nothing to tear down: run {kept['run_id']}'s hosts were already torn down at "
+        f"{link['torn_down_at']} by run {link['by_run']} (its run dir {link['by_run_dir']})"
+    )
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,9 @@ class RunContext:
     # run provisions ("": nothing), and gone runs whose work on the hosts this run kills at first contact.
     leftover: str = ""
     dead_runs: list[Holder] = field(default_factory=list)
+    # The run dir of the run that kept the hosts this run works under (--reuse, or a teardown given a kept
+    # run's dir), from the env's record ("": none): a teardown that destroys them says so there too.
+    kept_dir: str = ""
 
     @property
     def host_names(self) -> list[str]:

@@ -6,7 +6,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +112,85 @@ def check_host_names(names: list[str], shown: Path) -> None:
                 f"inventory {shown}: host name {name!r} is not a plain host name (letters, digits, '.', "
                 "'_' and '-', not starting with '.' or '-', no '..'); rename it, the address in ansible_host"
             )
+
+
+# Connections that reach a host by its address (Ansible's default is ssh); local, docker, kubectl ... do not.
+SSH_CONNECTIONS = {"ssh", "smart", "paramiko", "paramiko_ssh"}
+ADDRESS_VARS = ("ansible_host", "ansible_ssh_host")
+SSH_ARG_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_ssh_args")
+PROXIED = re.compile(r"proxyjump|proxycommand|(?:^|\s)-J\s", re.I)
+
+
+def unaddressed(hosts: list[Host]) -> dict[str, str]:
+    """Hosts SSH could not find, each with what to say after its name: no ansible_host and a name that does
+    not resolve here, or an ansible_host that does not resolve. Asked before any SSH (which fails on them
+    with a screenful of DNS error, per host, stages later). A name ssh's own config maps (Host ... HostName)
+    or reaches through a jump host resolves where ssh says, not here, and is taken as it is."""
+    asked = [h for h in hosts if _over_ssh(h)]
+    with ThreadPoolExecutor(max_workers=min(16, len(asked) or 1)) as pool:
+        found = list(pool.map(lambda h: _resolves(h.address), asked))
+    out = {}
+    for host, ok in zip(asked, found, strict=True):
+        if ok or _ssh_finds(host.address):
+            continue
+        given = next((k for k in ADDRESS_VARS if k in host.vars), None)
+        out[host.name] = (
+            f"cannot be found: its {given} {host.address} does not resolve here; fix {given}"
+            if given
+            else "has no address: its name does not resolve here and the inventory sets no ansible_host for "
+            "it; set ansible_host: ITS_IP_OR_DNS_NAME"
+        )
+    return out
+
+
+def check_addresses(hosts: list[Host], shown: Path | None, allow_missing: int = 0) -> dict[str, str]:
+    """The hosts without an address, where --allow-missing lets the run go on without them (name -> why);
+    one line naming the first of them where it does not."""
+    found = unaddressed(hosts)
+    if not found or len(found) <= allow_missing:
+        return {name: f"{why} (--allow-missing)" for name, why in found.items()}
+    name, why = next(iter(found.items()))
+    more = f" (and {len(found) - 1} more: {', '.join(list(found)[1:])})" if len(found) > 1 else ""
+    where = f"inventory {shown}: " if shown is not None else ""
+    raise PavError(f"{where}host {name} {why}{more}")
+
+
+def _over_ssh(host: Host) -> bool:
+    connection = str(host.vars.get("ansible_connection") or "ssh").rsplit(".", 1)[-1]
+    if connection not in SSH_CONNECTIONS or "{{" in host.address:  # a templated address: Ansible's to tell
+        return False
+    return not any(PROXIED.search(str(host.vars.get(k) or "")) for k in SSH_ARG_VARS)
+
+
+def _resolves(name: str) -> bool:
+    try:
+        return bool(socket.getaddrinfo(name, None))
+    except (OSError, UnicodeError):
+        return False
+
+
+def _ssh_finds(name: str) -> bool:
+    """Whether ssh's own config (ssh -G: the options it would use, no connection) maps the name to one that
+    resolves, or to a jump host or proxy command that finds it."""
+    ssh = shutil.which("ssh")
+    if ssh is None or name.startswith("-"):
+        return False
+    try:
+        proc = subprocess.run(
+            [ssh, "-G", name],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    said = dict(ln.split(" ", 1) for ln in proc.stdout.splitlines() if " " in ln)
+    if said.get("proxyjump", "none") != "none" or said.get("proxycommand", "none") != "none":
+        return True
+    hostname = said.get("hostname", name)
+    return hostname != name and _resolves(hostname)
 
 
 def check_yaml_shape(data: Any, shown: Path) -> None:

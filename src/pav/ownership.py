@@ -50,7 +50,9 @@ class Assessment:
 
 
 def holder(ctx: RunContext) -> Holder:
-    return Holder(ctx.results.run_id, str(ctx.run_dir), os.getpid(), _user_at_host(), utc_now())
+    """Absolute: the record names the run dir to runs started from any folder (a teardown of kept hosts
+    writes its link there, pav.run_links)."""
+    return Holder(ctx.results.run_id, str(ctx.run_dir.absolute()), os.getpid(), _user_at_host(), utc_now())
 
 
 @contextmanager
@@ -72,8 +74,12 @@ def _state_held(ctx: RunContext) -> Iterator[None]:
         raise PavError(busy(ctx.env.name, state, other))
     try:
         before = keeper.read(state)
-        found = assess(state, before, ctx.env.name, asked(ctx), datetime.now(UTC))
+        wanted = asked(ctx)
+        found = assess(state, before, ctx.env.name, wanted, datetime.now(UTC))
         ctx.leftover, ctx.dead_runs = found.leftover, list(found.dead)
+        keep = found.kept or before.kept  # an expired keep too: --reuse of it still destroys that run's hosts
+        if keep is not None and keep.run_id in {wanted.reuse, *wanted.acts_on}:
+            ctx.kept_dir = keep.run_dir
         if found.leftover:
             then = "before this run provisions" if ctx.wants("provision") else "by this run's teardown"
             print(f"env {ctx.env.name}: destroying what {found.leftover}, {then}", flush=True)

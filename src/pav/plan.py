@@ -21,7 +21,9 @@ def render(ctx: RunContext) -> str:
         lines.append(f"  [{mark}] {stage}{_stage_note(ctx, stage)}")
     lines.append("hosts:")
     if ctx.hosts:
-        lines += [f"  {h.name} ({h.address})" for h in ctx.hosts]
+        for h in ctx.hosts:
+            gone = f": the run goes on without it: it {ctx.missing[h.name]}" if h.name in ctx.missing else ""
+            lines.append(f"  {h.name} ({h.address}){gone}")
     elif ctx.env.provisions and (ctx.options.reuse or not ctx.wants("provision")):
         lines += _existing_hosts(ctx)
     else:
@@ -50,6 +52,14 @@ RECHECK = {
     "k8s": "only the nodes this tool tainted, each with the tests it failed; untaint and uncordon those that "
     "pass",
 }
+
+
+def check_exports(ctx: RunContext) -> None:
+    """--dry-run: what the run's end would need beyond the run dir, checked now (a failed export is only a
+    summary line at the run's end, hours on); a folder the textfile cannot go to stops the dry run."""
+    textfile = ctx.options.metrics_textfile
+    if textfile is not None and (problem := metrics_export.textfile_dir_problem(textfile)):
+        raise PavError(problem)
 
 
 def after_report(ctx: RunContext) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pav import plan, role_args
 from pav.context import RunContext
-from pav.inventory import resolve_hosts
+from pav.inventory import check_addresses, resolve_hosts
 
 StageFn = Callable[[RunContext], str]
 Hook = Callable[[RunContext], None]
@@ -60,5 +60,7 @@ def print_plan(ctx: RunContext) -> int:
     role_args.check(ctx.settings.role_vars, ctx.settings.origins)
     if ctx.env.hosts_file is not None:
         ctx.hosts = resolve_hosts(ctx.env.hosts_file)
+        # A host SSH could not find stops the dry run as it would stop the run, before any stage.
+        ctx.missing = check_addresses(ctx.hosts, ctx.env.hosts_file, ctx.options.allow_missing)
     print(plan.render(ctx), end="")
     return 0

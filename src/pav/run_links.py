@@ -29,6 +29,17 @@ def link_teardown(kept_dir: Path, run_id: str, run_dir: Path, at: str) -> bool:
     return True
 
 
+def torn_down(kept_dir: Path) -> dict[str, str] | None:
+    """The link a teardown left in the kept run's dir (torn_down_at, by_run, by_run_dir), or None."""
+    try:
+        data = json.loads((kept_dir / LINK).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not data.get("by_run"):
+        return None
+    return {k: str(data.get(k) or "") for k in ("torn_down_at", "by_run", "by_run_dir")}
+
+
 def _note(kept_dir: Path, run_id: str, run_dir: Path, at: str) -> str:
     href = os.path.relpath(run_dir.resolve() / "report.html", kept_dir.resolve())
     style = "margin:0;padding:.6em 1em;background:#fff3cd;border-bottom:1px solid #e0c36a"

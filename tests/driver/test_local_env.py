@@ -154,12 +154,11 @@ def test_teardown_of_a_kept_run_removes_that_runs_work_and_keeps_its_record(tmp_
     work = Path("/var/tmp/pav/runs") / run_id
     assert work.is_dir()
     record = {name: (kept_dir / name).read_bytes() for name in RECORD}
-    # Another run's teardown does not touch it, and says where a kept run's work goes.
-    other = run_cli("--stages", "teardown", "--run-dir", str(tmp_path / "other"))
-    detail = {
-        s["name"]: s["detail"]
-        for s in json.loads((tmp_path / "other" / "results.json").read_text())["stages"]
-    }
+    # Another run's teardown (of no kept run: no --run-dir, its record under --results-root) does not touch
+    # it, and says where a kept run's work goes.
+    other = run_cli("--stages", "teardown", "--results-root", str(tmp_path / "other"))
+    [other_dir] = (tmp_path / "other").iterdir()
+    detail = {s["name"]: s["detail"] for s in json.loads((other_dir / "results.json").read_text())["stages"]}
     assert (
         work.is_dir()
         and "was on no host" in detail["teardown"]

@@ -137,6 +137,38 @@ def test_the_flags_reach_the_options_and_a_bad_url_is_refused(capsys: pytest.Cap
     assert "error: --pushgateway: gw:9091 is not an http(s) URL with a host" in err
 
 
+def test_the_dry_run_checks_the_textfile_folder_the_run_would_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48: --dry-run printed the textfile's path whatever it was; the run found out at its end, hours
+    on, as a FAILED summary line. The write makes no folder (it is node_exporter's): one must be there."""
+    missing = tmp_path / "no-such-dir"
+    run = main(["--metrics-textfile", str(missing), "--dry-run"], capsys)
+    assert_one_line_error(
+        run, f"--metrics-textfile {missing} does not exist; create it (node_exporter's ", documented=True
+    )
+    assert run.stdout == "" and not missing.exists()
+    blocked = unwritable_dir(tmp_path)
+    run = main(["--metrics-textfile", str(blocked), "--dry-run"], capsys)
+    assert_one_line_error(
+        run, f"--metrics-textfile {blocked} is not a folder; pass node_exporter's ", documented=True
+    )
+    textfiles = tmp_path / "textfile_collector"
+    textfiles.mkdir()
+    run = main(["--metrics-textfile", str(textfiles), "--dry-run"], capsys)
+    assert run.rc == 0, run.stderr
+    assert (
+        f"  metrics textfile: {textfiles}/pav-local.prom (written, then renamed)" in run.stdout.splitlines()
+    )
+    assert list(textfiles.iterdir()) == []  # a dry run writes nothing there
+    # A folder this user may not write (root writes any: the check is the kernel's own, access(2)).
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    run = main(["--metrics-textfile", str(textfiles), "--dry-run"], capsys)
+    assert_one_line_error(
+        run, f"--metrics-textfile {textfiles} is not writable by this user (uid ", documented=True
+    )
+
+
 PASSWORD = "pw-7c41d0e9a5"  # of the pushgateway's user pav; must show nowhere
 
 

@@ -51,6 +51,31 @@ def test_another_env_on_a_kept_runs_dir_is_refused_naming_its_env(tmp_path: Path
     ]
 
 
+def test_a_teardown_given_a_dir_that_does_not_exist_is_refused_and_makes_none(tmp_path: Path) -> None:
+    """Issue 48: `--stages teardown --run-dir MISTYPED` tore down nothing of the kept run, exit 0, into a dir
+    it made. Refused in one line, naming the dir and the ways out; a dry run the same."""
+    missing = tmp_path / "runs" / "20261127T000000.000Z-sm"
+    state = {"PAV_STATE_DIR": str(tmp_path / "state")}
+    for argv in ([], ["--dry-run"]):
+        refused = run_cli("--stages", "teardown", "--run-dir", str(missing), *argv)
+        assert_one_line_error(
+            refused, f"--run-dir {missing} does not exist: a teardown given --run-dir acts on that run; "
+            "pass the kept run's dir (its summary.txt names it), or leave --run-dir out to end what gone "
+            "runs left (its record then goes under --results-root)", documented=True,
+        )  # fmt: skip
+    sim = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(missing), env=state)
+    assert_one_line_error(
+        sim,
+        "(its summary.txt names it) or --reuse RUN_ID, or leave --run-dir out to destroy",
+        documented=True,
+    )
+    assert sorted(tmp_path.iterdir()) == []  # no run dir, no state
+    # --reuse names the kept run itself: its --run-dir is its own record, made for it (the dry run: the plan).
+    reuse = run_cli("--env", "sim", "--stages", "teardown", "--reuse", KEPT["run_id"], "--run-dir",
+                    str(missing), "--dry-run", env=state)  # fmt: skip
+    assert reuse.rc == 0 and f"run dir: {missing}" in reuse.stdout, reuse.stdout + reuse.stderr
+
+
 def test_version_names_the_release_and_the_commit() -> None:
     shown = run_cli("--version")
     assert shown.rc == 0 and shown.stdout.startswith("provision-and-validate 0.1.0"), (

@@ -79,7 +79,7 @@ class Sandbox:
             start_new_session=True,
         )
 
-    def results(self, run: str = "run") -> dict[str, Any]:
+    def results(self, run: str | Path = "run") -> dict[str, Any]:
         return json.loads((self.run_dir(run) / "results.json").read_text())
 
     def host_down(self, index: int) -> None:
@@ -90,7 +90,7 @@ class Sandbox:
             timeout=120,
         )
 
-    def left(self, runs: tuple[str, ...] = ()) -> list[str]:
+    def left(self, runs: tuple[str | Path, ...] = ()) -> list[str]:
         """Everything of the env, and of the given runs, that still exists."""
         found = leftovers(self.state) if (self.state / "sim").exists() else []
         found += [f"terraform resource {r}" for r in terraform_resources(self.state)]

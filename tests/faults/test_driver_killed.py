@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_one_line_error
+from tests.conftest import assert_one_line_error, run_cli
 from tests.faults.conftest import Configured, Sandbox, launch_processes, playbook_run_id, processes, wait_for
 from tests.sim.leftovers import cluster_id
 
@@ -81,10 +81,13 @@ def test_on_static_hosts(configured: Configured, sandbox: Sandbox) -> None:
     assert launch_processes(run_id)  # on the hosts, out of the driver's reach: as the dead run left them
 
     # The next run's first contact ends them and removes the dead run's folder, naming it.
-    nxt = sandbox.cli(*inventory, "--stages", "teardown", run="next")
+    # (A teardown of no kept run: no --run-dir, which would name one; its record under --results-root.)
+    nxt = run_cli(*inventory, "--stages", "teardown", "--results-root", str(sandbox.run_dir("next")),
+                  env=sandbox.env())  # fmt: skip
     assert nxt.rc == 0, nxt.stdout + nxt.stderr
+    [next_dir] = sandbox.run_dir("next").iterdir()
     ended = "ended without a teardown: killed its launches and removed its folder on 2 of 2 host(s)"
     assert f"run {run_id} (pid {proc.pid}, " in nxt.stdout and ended in nxt.stdout, nxt.stdout
     assert launch_processes(run_id) == []
     assert not any(d.exists() for d in remote)
-    assert sandbox.left(("killed", "next")) == []
+    assert sandbox.left(("killed", next_dir)) == []

@@ -141,8 +141,10 @@ def test_a_failed_delete_never_skips_the_destroy(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("PAV_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "kube-cache"))  # not the user's ~/.kube/cache
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    args = cli.build_parser().parse_args(["--env", "nebius-eu-k8s", "--stages", "teardown", "--run-dir",
-                                          str(tmp_path / "run")])  # fmt: skip
+    # A teardown of the env's state, of no kept run: its record under --results-root (issue 48: a --run-dir
+    # that does not exist names a kept run, and is refused).
+    args = cli.build_parser().parse_args(["--env", "nebius-eu-k8s", "--stages", "teardown", "--results-root",
+                                          str(tmp_path / "runs")])  # fmt: skip
     ctx = cli.make_context(args)
     dead = ApiServer(tmp_path / "dead")  # made, never started: its port is closed
     port = dead.http.server_address[1]

@@ -96,5 +96,6 @@ def slurm_cluster(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> I
         # Only when test_slurm's teardown did not run (a selection, a failure): nothing may outlive us.
         if cluster is None or cluster.down is None:
             late = reuse(base / "state")
-            run_cli("--env", "sim", "--stages", "teardown", *late, "--run-dir", str(base / "down-late"),
+            # --results-root, not --run-dir: with no keep (no --reuse) it is a teardown of no kept run.
+            run_cli("--env", "sim", "--stages", "teardown", *late, "--results-root", str(base / "down-late"),
                     env=env)  # fmt: skip

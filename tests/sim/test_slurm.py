@@ -108,7 +108,8 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         by_hand = run_cli(*recheck, "--run-dir", str(by_hand_dir), env=env, timeout=600)
         after_by_hand = slurm_nodes(slurm_cluster)
     finally:
-        down = run_cli("--env", "sim", "--stages", "teardown", *kept, "--run-dir", str(base / "down"),
+        # --results-root, not --run-dir: without a keep (--reuse) this is a teardown of no kept run.
+        down = run_cli("--env", "sim", "--stages", "teardown", *kept, "--results-root", str(base / "down"),
                        env=env)  # fmt: skip
         slurm_cluster.down = down
     return SlurmRuns(

@@ -289,3 +289,57 @@ def test_a_recorded_run_is_exported_again_as_it_recorded_it(tmp_path: Path) -> N
     assert sorted(p.name for p in textfiles.iterdir()) == [written.name]  # renamed into place, no temp left
     bad = run_cli("judge", str(run_dir), "--pushgateway", "gw:9091")
     assert_one_line_error(bad, "--pushgateway", "is not an http(s) URL")
+
+
+def test_an_older_run_is_never_exported_over_a_newer_runs_textfile(tmp_path: Path) -> None:
+    """Issue 48: `judge OLD --metrics-textfile DIR` replaced the newer run's metrics node_exporter serves as
+    the env's latest (its verdict, the alerts' end time) with the older run's, without a word."""
+    run_dir = make_run(tmp_path)
+    recorded = json.loads((run_dir / "results.json").read_text())
+    recorded |= {"run_id": "20261101T020000.000Z-t", "ended": "2026-11-01T02:30:00Z"}
+    (run_dir / "results.json").write_text(json.dumps(recorded))
+    textfiles = tmp_path / "prom"
+    textfiles.mkdir()
+    written = textfiles / metrics_export.textfile_name(recorded["env"])
+    newest = "20261102T020000.512Z-t"
+    newer_text = render(metrics.families(recorded | {"run_id": newest, "ended": "2026-11-02T02:30:00Z"}))
+    written.write_text(newer_text)
+    refused = run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles))
+    assert_one_line_error(
+        refused,
+        f"--metrics-textfile: {written} holds the metrics of run {newest}, newer than run "
+        f"{recorded['run_id']}: ",
+        "pass --replace-newer to replace them anyway, or another --metrics-textfile DIR",
+        documented=True,
+    )
+    assert refused.stdout == "" and written.read_text() == newer_text
+    assert sorted(p.name for p in textfiles.iterdir()) == [written.name]
+    # Asked for in so many words, it is written; and over an older run's, or its own, it always is.
+    forced = run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles), "--replace-newer")
+    assert forced.rc == 1 and f"metrics: textfile {written}: " in forced.stdout, forced.stdout + forced.stderr
+    assert written.read_text() == render(metrics.families(recorded))
+    again = run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles))
+    assert again.rc == 1 and f"metrics: textfile {written}: " in again.stdout, again.stdout + again.stderr
+    older = recorded | {"run_id": "20261031T020000Z-t", "ended": "2026-10-31T02:30:00Z"}
+    written.write_text(render(metrics.families(older)))
+    assert run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles)).rc == 1
+    assert written.read_text() == render(metrics.families(recorded))
+
+
+def test_which_run_a_textfile_holds_is_read_from_its_start_else_its_end(tmp_path: Path) -> None:
+    """Run ids begin with their start (UTC); an id that does not (a hand-made record) is compared by end."""
+    mine = {"env": "t", "run_id": "20261101T020000.100Z-t", "ended": "2026-11-01T03:00:00Z"}
+
+    def holding(results: dict[str, Any]) -> metrics_export.Newer | None:
+        (tmp_path / "pav-t.prom").write_text(render(metrics.families(results | {"tests": [], "hosts": {}})))
+        return metrics_export.newer_in_textfile(tmp_path, mine)
+
+    assert metrics_export.newer_in_textfile(tmp_path / "none", mine) is None
+    later = holding({"env": "t", "run_id": "20261101T020000.2Z-t", "ended": "2026-11-01T02:10:00Z"})
+    assert later == metrics_export.Newer(tmp_path / "pav-t.prom", "20261101T020000.2Z-t")
+    assert holding({"env": "t", "run_id": "20261101T020000Z-t", "ended": "2026-11-02T00:00:00Z"}) is None
+    assert holding(mine) is None
+    assert holding({"env": "t", "run_id": "by-hand", "ended": "2026-11-01T03:00:01Z"}) is not None
+    assert holding({"env": "t", "run_id": "by-hand", "ended": "2026-11-01T02:59:59Z"}) is None
+    (tmp_path / "pav-t.prom").write_text("node_something 1\n")
+    assert metrics_export.newer_in_textfile(tmp_path, mine) is None

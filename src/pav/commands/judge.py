@@ -1,11 +1,13 @@
-"""judge RUN_DIR|results.json [--profile NAME] [--json] [--metrics-textfile DIR] [--pushgateway URL]: a
-recorded run judged again by this release's gates, and its metrics exported again as it recorded them.
+"""judge RUN_DIR|results.json [--profile NAME] [--json] [--metrics-textfile DIR [--replace-newer]]
+[--pushgateway URL]: a recorded run judged again by this release's gates, and its metrics exported again as
+it recorded them.
 
 Each test's measurements against today's profile gates and the gates the recorded host facts derive;
 gpu_health from the facts; scaling. A test whose outcome its gates did not decide (an error, a rank's
 failure, wrong bytes, a timeout, a failed job) keeps it as recorded (pav.judging.Judge.rejudge).
-Exit 0 PASS, 1 FAIL (or a run that could not finish), 2 bad input: one `error:` line. A failed export is a
-`metrics: ... FAILED` line (or an `exports` entry of --json), never the exit code.
+Exit 0 PASS, 1 FAIL (or a run that could not finish), 2 bad input: one `error:` line, also for a textfile
+that holds a newer run's metrics (without --replace-newer). A failed export is a `metrics: ... FAILED` line
+(or an `exports` entry of --json), never the exit code.
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics-textfile", type=Path, metavar="DIR",
         help="write the recorded run's metrics (its results.json as recorded, not the new judgement) to "
-        "DIR/pav-ENV.prom for node_exporter, as the run itself does (written, then renamed)",
+        "DIR/pav-ENV.prom for node_exporter, as the run itself does (written, then renamed); refused where "
+        "that file holds a newer run's metrics",
+    )  # fmt: skip
+    parser.add_argument(
+        "--replace-newer", action="store_true",
+        help="with --metrics-textfile: write the recorded run's metrics even over a newer run's",
     )  # fmt: skip
     parser.add_argument(
         "--pushgateway", metavar="URL",
@@ -86,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         auth = pushgateway.credentials(args.pushgateway, args.pushgateway_auth_file, os.environ)
         found = rejudge(args.run, args.profile)
+        if args.metrics_textfile is not None and not args.replace_newer:
+            refuse_older(found.file, args.metrics_textfile)
     except PavError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -108,6 +117,25 @@ def reexport(
     if textfile is None and url is None:
         return []
     return metrics_export.export(_read(file), textfile, url, auth)
+
+
+def refuse_older(file: Path, textfile: Path) -> None:
+    """node_exporter serves whatever DIR/pav-ENV.prom holds as the env's latest run: its alerts page on its
+    verdict (PavVerdictNotPass, PavHostFailed) and fall silent on its end time (PavNoRecentRun). An older
+    run written over a newer one would bring back a FAIL already repaired, or silence one still there, and
+    nothing on the dashboard would say so. Refused, not skipped: the command was asked to export, and a
+    skip that exits 0 or 1 as the verdict would let a script (or its user) believe the export was sent
+    again. --replace-newer writes it all the same; another DIR keeps both."""
+    recorded = _read(file)
+    newer = metrics_export.newer_in_textfile(textfile, recorded)
+    if newer is None:
+        return
+    mine = str(recorded.get("run_id") or "?")
+    raise PavError(
+        f"--metrics-textfile: {newer.path} holds the metrics of run {newer.run_id}, newer than run {mine}: "
+        "node_exporter would serve the older run as the latest; pass --replace-newer to replace them anyway, "
+        "or another --metrics-textfile DIR"
+    )
 
 
 def rejudge(path: Path, profile: str | None = None) -> Rejudgement:

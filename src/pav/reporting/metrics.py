@@ -59,7 +59,7 @@ def _run(results: dict[str, Any], env: str) -> list[Family]:
     verdict = Family("pav_run_verdict", "1 for the run's verdict (PASS, FAIL, ERROR, NONE), 0 for the others")
     _state_set(verdict, str(results.get("verdict")), VERDICTS, "verdict", env=env)
     ended = Family("pav_run_timestamp_seconds", "when the run ended, Unix time")
-    ended.add(_unix(results.get("ended") or utc_now()), env=env)
+    ended.add(unix_time(results.get("ended") or utc_now()), env=env)
     duration = Family("pav_run_duration_seconds", "the run's wall time, provisioning to teardown")
     duration.add(number((results.get("timing") or {}).get("run_s")), env=env)
     return [info, verdict, ended, duration]
@@ -146,5 +146,5 @@ def _status(test: dict[str, Any]) -> str:
     return status if status in WORST_FIRST else "error"
 
 
-def _unix(stamp: str) -> float:
+def unix_time(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

@@ -9,6 +9,7 @@ import os
 import re
 import tempfile
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,24 @@ def textfile_name(env: str) -> str:
     return f"pav-{re.sub(r'[^A-Za-z0-9_.-]', '_', env) or 'env'}.prom"
 
 
+def textfile_dir_problem(directory: Path) -> str | None:
+    """Why the run could not write its textfile into `directory` (the write makes no folder: it is
+    node_exporter's), as one line with the fix; None where it could. Reads only: for --dry-run."""
+    flag = f"--metrics-textfile {directory}"
+    if not directory.exists():
+        return f"{flag} does not exist; create it (node_exporter's --collector.textfile.directory) or fix it"
+    if not directory.is_dir():
+        return (
+            f"{flag} is not a folder; pass node_exporter's textfile folder (--collector.textfile.directory)"
+        )
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return (
+            f"{flag} is not writable by this user (uid {os.getuid()}); make it writable (docs/nightly.md: "
+            "chgrp USER DIR && chmod g+w DIR) or pass another folder"
+        )
+    return None
+
+
 def write_textfile(directory: Path, env: str, families: list[Family]) -> Export:
     """Write, then rename: node_exporter never reads half a file (it reads only names ending in .prom)."""
     target = directory / textfile_name(env)
@@ -63,6 +82,63 @@ def write_textfile(directory: Path, env: str, families: list[Family]) -> Export:
         fix = f"create {directory} or make it writable by this user (node_exporter's textfile directory)"
         return Export("textfile", str(target), False, f"{why}; fix: {fix}")
     return Export("textfile", str(target), True, f"{_count(families)} samples written")
+
+
+# A run id starts with the UTC time the run started (pav.rundir.new_run_id): 20261124T230320.512Z-ENV.
+RUN_ID_START = re.compile(r"(\d{8}T\d{6})(?:\.(\d{1,6}))?Z-")
+RUN_INFO_ID = re.compile(r'^pav_run_info\{[^\n]*?\brun_id="((?:[^"\\\n]|\\.)*)"', re.M)
+RUN_END = re.compile(r"^pav_run_timestamp_seconds(?:\{[^\n]*\})? (\S+)$", re.M)
+
+
+@dataclass(frozen=True)
+class Newer:
+    """The run whose metrics a textfile holds, where it is newer than the run about to be written."""
+
+    path: Path
+    run_id: str
+
+
+def newer_in_textfile(directory: Path, results: dict[str, Any]) -> Newer | None:
+    """The run whose metrics DIR/pav-ENV.prom holds now, where that run is newer than the run of `results`:
+    started later (both run ids begin with their start, UTC), else, where an id says no start, ended later
+    (pav_run_timestamp_seconds against results.json's `ended`). None where the file is missing, unreadable,
+    holds no run of ours, holds this run, or an older one: nothing newer would be lost by writing it."""
+    target = directory / textfile_name(str(results.get("env") or ""))
+    try:
+        text = target.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = RUN_INFO_ID.search(text)
+    if found is None:
+        return None
+    there = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), found.group(1))
+    mine = str(results.get("run_id") or "")
+    if there == mine:
+        return None
+    theirs_start, my_start = _started(there), _started(mine)
+    if theirs_start is not None and my_start is not None:
+        return Newer(target, there) if theirs_start > my_start else None
+    end = RUN_END.search(text)
+    try:
+        theirs_end = float(end.group(1)) if end else None
+        my_end = metrics.unix_time(str(results["ended"])) if results.get("ended") else None
+    except ValueError:
+        return None
+    if theirs_end is not None and my_end is not None and theirs_end > my_end:
+        return Newer(target, there)
+    return None
+
+
+def _started(run_id: str) -> datetime | None:
+    found = RUN_ID_START.match(run_id)
+    if found is None:
+        return None
+    try:
+        whole = datetime.strptime(found.group(1), "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    fraction = found.group(2) or "0"
+    return whole.replace(microsecond=int(fraction.ljust(6, "0")))
 
 
 def _replace(target: Path, text: str) -> None:

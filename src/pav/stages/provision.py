@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pav.context import RunContext
 from pav.errors import PavError
-from pav.inventory import resolve_hosts, stage_inventory, write_generated
+from pav.inventory import check_addresses, resolve_hosts, stage_inventory, write_generated
 from pav.ownership import clear_leftover
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.results import HostRecord
@@ -57,6 +57,10 @@ def resolve(ctx: RunContext) -> None:
             raise PavError(f"env {ctx.env.name} has no hosts file; pass --inventory FILE")
         ctx.inventory_file = stage_inventory(ctx.env.hosts_file, ctx.env.inventory_dir, _inv_dir(ctx))
     every = resolve_hosts(ctx.inventory_file, label=ctx.env.hosts_file)
+    # Before any SSH: a host without an address stops the run in one line (or leaves it, --allow-missing).
+    left = [h for h in every if h.name not in ctx.missing]
+    allowed = ctx.options.allow_missing - len(ctx.missing)
+    ctx.missing |= check_addresses(left, ctx.env.hosts_file or ctx.inventory_file, allowed)
     for host in every:
         record = ctx.results.hosts.setdefault(host.name, HostRecord(host.name))
         record.address = host.address
