@@ -189,10 +189,12 @@ def _across_gpus(device: torch.device, digest: str, mine: torch.Tensor) -> list[
         dist.broadcast(buffer, src=source)
         me = dist.get_rank()
         if me in ranks and seen[me][1] != majority:
+            # A test's CPU flavour runs a rank per CPU process: its peers are CPU ranks, no GPUs.
+            each, peers = ("CPU rank", "CPU ranks") if model == "cpu" else ("GPU of rank", f"{model} GPUs")
             if tie:
-                against = f"GPU of rank {source} (no majority among the host's {len(ranks)} {model} GPUs)"
+                against = f"{each} {source} (no majority among the host's {len(ranks)} {peers})"
             else:
-                against = f"the majority of the host's {len(ranks)} {model} GPUs (rank {source})"
+                against = f"the majority of the host's {len(ranks)} {peers} (rank {source})"
             out.append(first_difference(mine, buffer, None, against))
     return out
 

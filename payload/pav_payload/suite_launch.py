@@ -158,7 +158,7 @@ def begin(suite: Suite, first: int, gate: Path | None) -> Start:
     launcher = (
         []
         if suite.nproc == 1
-        else ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(suite.nproc)]
+        else ["-m", "pav_payload.torchrun", "--standalone", "--nproc_per_node", str(suite.nproc)]
     )
     child = subprocess.Popen(
         [sys.executable, *launcher, *payload],

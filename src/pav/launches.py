@@ -13,6 +13,9 @@ from pav.settings import Settings
 
 # Placeholders the run_tests role fills in per host (where the host keeps its Python and binaries).
 PYTHON, NCCL_TESTS_DIR, MPI_BIN_DIR = "{python}", "{nccl_tests_dir}", "{mpi_bin_dir}"
+# torchrun, through the payload (`python -m pav_payload.torchrun` runs torch.distributed.run's main): its
+# torch import then comes after the payload's warning filter (payload/pav_payload/__init__.py).
+TORCHRUN = "pav_payload.torchrun"
 # A test's seconds before it is killed on every host (pav.run_inputs: --test-timeout, else the settings').
 TimeoutFor = Callable[[str], int]
 
@@ -123,7 +126,7 @@ def cluster_launch(
     endpoint = f"{hosts[0].address}:{settings.rdzv_port}"
     for host in hosts:
         launch.argv_by_host[host.name] = [
-            PYTHON, "-m", "torch.distributed.run",
+            PYTHON, "-m", TORCHRUN,
             "--nnodes", str(len(hosts)), "--nproc_per_node", str(procs),
             "--rdzv_backend", "c10d", "--rdzv_endpoint", endpoint, "--rdzv_id", f"{run_id}-{spec.name}",
             # Advertise the address, not the hostname: cluster hosts often cannot resolve each other's names.
@@ -167,7 +170,7 @@ def _host_argv(spec: TestSpec, procs: int) -> list[str]:
         # One process driving every GPU of the host: the single-node form nccl-tests documents.
         return [f"{NCCL_TESTS_DIR}/{spec.args[0]}", *spec.args[1:], "-g", str(procs)]
     return [
-        PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(procs),
+        PYTHON, "-m", TORCHRUN, "--standalone", "--nproc_per_node", str(procs),
         "-m", "pav_payload", *_payload_args(spec),
     ]  # fmt: skip
 

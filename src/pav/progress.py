@@ -1,4 +1,8 @@
-"""A live line per stage and host, driven by ansible-runner events: rich on a TTY, plain lines otherwise."""
+"""A live line per stage and host, driven by ansible-runner events: rich on a TTY, plain lines otherwise.
+
+Plain lines: one per host at the stage's end, and (without -v) one as a host fails or becomes unreachable,
+which is said then, in the end line's own form; the end line of a host that has nothing to add since is not
+said again. With -v, a line per task result as ansible-playbook says it, then the end lines."""
 
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ class Progress:
         self.lines = {h: HostLine() for h in hosts}
         self.tty = self.out.isatty()
         self._live: Live | None = None
+        self._said: dict[str, str] = {}  # host -> the last line said of it in the end line's form
 
     def __enter__(self) -> Progress:
         if self.tty:
@@ -56,7 +61,8 @@ class Progress:
             self._live.__exit__(None, None, None)
         else:
             for host, line in self.lines.items():
-                self._print(f"[{self.stage}] {host}: {line.render()}")
+                if self._said.get(host) != line.render():  # a failure said as it came is not said twice
+                    self._print(f"[{self.stage}] {host}: {line.render()}")
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = RESULT_EVENTS.get(event.get("event", ""))
@@ -80,10 +86,14 @@ class Progress:
             line.state = "running"
         if self._live:
             self._live.update(self._table())
-        elif self.verbose or (kind in ("failed", "unreachable") and not data.get("ignore_errors")):
+        elif self.verbose:
             # As ansible-playbook says it: a task that changed the host is "changed", not "ok".
             said = "changed" if kind == "ok" and res.get("changed") else kind
             self._print(f"[{self.stage}] {host}: {said:<11} {line.task}")
+        elif kind in ("failed", "unreachable") and not data.get("ignore_errors"):
+            # Said now, as the end line says it: a host that does nothing after it is not said again.
+            self._said[host] = line.render()
+            self._print(f"[{self.stage}] {host}: {self._said[host]}")
 
     def done(self, host: str, state: str) -> None:
         self.lines.setdefault(host, HostLine()).state = state

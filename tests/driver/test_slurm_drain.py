@@ -166,9 +166,12 @@ def local_inventory(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_drain_that_fails_is_a_summary_line_not_the_verdict(tmp_path: Path) -> None:
+def test_a_drain_that_fails_is_a_summary_line_not_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The real playbook on a local host that is no Slurm node (no slurmctld answers scontrol): the run
-    keeps its FAIL and exit code 1, results.json and summary.txt name the failed drain and its fix."""
+    keeps its FAIL and exit code 1, results.json and summary.txt name the failed drain and its fix; the
+    drain's progress says the host once (issue 48: its failure, then the same as its end line)."""
     ctx = context(1, options=Options(results_root=tmp_path / "runs", on_fail="drain"))
     ctx.inventory_file = local_inventory(tmp_path)
     ctx.run_dir = tmp_path / "run"
@@ -185,6 +188,8 @@ def test_a_drain_that_fails_is_a_summary_line_not_the_verdict(tmp_path: Path) ->
     assert results["tests"][0]["status"] == "fail"  # the run's results stay
     summary = (ctx.run_dir / "summary.txt").read_text()
     assert "slurm drain FAILED: h0: " in summary and summary.rstrip().endswith("VERDICT: FAIL")
+    [said] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[drain] ")]
+    assert said == "[drain] h0: failed      ok=1 changed=0 failed=1  List the nodes the controller knows"
 
 
 def test_a_passing_run_drains_nothing_even_with_the_flag(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def test_host_tests_are_one_pinned_job_per_host(tmp_path: Path) -> None:
     assert set(launch.argv_by_host) == {"h0", "h1"} and launch.ranks_by_host == {"h0": 8, "h1": 8}
     script = (tmp_path / "slurm" / "torch_nccl_allreduce.h1.sbatch").read_text()
     assert "#SBATCH --nodelist=node1" in script and "#SBATCH --gpus-per-node=8" in script
-    assert '"$PAV_PYTHON" -m torch.distributed.run --standalone' in script
+    assert '"$PAV_PYTHON" -m pav_payload.torchrun --standalone' in script
     subprocess.run(["bash", "-n", str(tmp_path / "slurm" / "torch_nccl_allreduce.h1.sbatch")], check=True)
 
 

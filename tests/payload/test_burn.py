@@ -152,14 +152,14 @@ def test_sdc_gpu_wrong_every_time_is_the_hosts_minority(tmp_path: Path) -> None:
     proc, reports = ranks(tmp_path, 3, "sdc", *SDC_SMALL, "--inject-sdc-gpu", "2", "--inject-sdc-rep", "-1")
     assert proc.returncode == 1
     assert [r["status"] for r in reports] == ["pass", "pass", "fail"]
-    assert "its result differs from the majority of the host's 3 cpu GPUs (rank 0)" in reports[2]["reason"]
+    assert "its result differs from the majority of the host's 3 CPU ranks (rank 0)" in reports[2]["reason"]
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
 def test_sdc_two_gpus_disagreeing_have_no_majority(tmp_path: Path) -> None:
     proc, reports = ranks(tmp_path, 2, "sdc", *SDC_SMALL, "--inject-sdc-gpu", "1", "--inject-sdc-rep", "-1")
     assert proc.returncode == 1
-    assert "no majority among the host's 2 cpu GPUs" in reports[1]["reason"]
+    assert "CPU rank 0 (no majority among the host's 2 CPU ranks)" in reports[1]["reason"]
 
 
 @pytest.mark.slow  # real payload processes (torchrun)

@@ -1,6 +1,6 @@
 """The bad parts of a run, which summary.txt and report.html lead with: one entry per part (a host; a GPU by
-index, bus id and UUID; a GPU pair; the fabric between hosts; an RDMA port), however many tests and gates
-failed on it, with its worst figure against its gate and the likely cause.
+index, bus id and UUID; a CPU rank of a test on CPUs; a GPU pair; the fabric between hosts; an RDMA port),
+however many tests and gates failed on it, with its worst figure against its gate and the likely cause.
 
 Built from the gates as results.json records them, not from reason strings: a derived gate names its `part`
 and carries its `value` and `status`; a profile gate is checked again against the test's metrics; gpu_health
@@ -18,7 +18,9 @@ from pav.thresholds.gate import Gate, lookup
 
 BAD = ("fail", "error")
 # Parts in the order they are listed: the most specific first, since a slow GPU slows its pairs and host.
-KINDS = ("gpu", "pair", "port", "host", "fabric")
+# A rank: a CPU rank of a test's CPU flavour ("local rank 1 (CPU)"), where a GPU test names its GPU.
+KINDS = ("gpu", "rank", "pair", "port", "host", "fabric")
+CPU_RANK = "local rank "
 REASON_CHARS = 160
 BASES = ("absolute", "profile", "relative")  # of one metric's failing gates, the one shown
 
@@ -189,6 +191,8 @@ def _part(hosts: tuple[str, ...], part: str, figs: list[Figure], suspects: set[s
 def _kind(part: str, hosts: tuple[str, ...]) -> str:
     if part.startswith("GPU "):
         return "pair" if " -> " in part else "gpu"
+    if part.startswith(CPU_RANK):
+        return "rank"
     if part == "fabric" or (not part and len(hosts) > 1):
         return "fabric"
     return "port" if part else "host"

@@ -1,5 +1,6 @@
 """report.html's burn-in charts from a results.json dict: per GPU its TFLOP/s per window with the gate
-against its first window; per host every GPU's lowest SM clock and highest temperature per window."""
+against its first window; per host every GPU's lowest SM clock and highest temperature per window. A CPU
+rank of the burn-in's CPU flavour is named as one ("local rank 1 (CPU)"), never as a GPU."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from pav.reporting.plots import MEASURED, Figure, _where
 from pav.reporting.svg import PALETTE, Chart, GateLine, Series, time_chart
-from pav.thresholds.burn_in import FRACTION, gpu_order
+from pav.thresholds.burn_in import FRACTION, gpu_label, gpu_order
 
 # (window field, chart title, unit) of the per-host charts.
 HOST_CHARTS = (("sm_mhz_min", "lowest SM clock per window", "MHz"),
@@ -22,11 +23,13 @@ def burn_in_figures(results: dict[str, Any]) -> list[Figure]:
             continue
         where = _where(test)
         labels = _labels(test)
+        idents = (test.get("metrics") or {}).get("gpu") or {}
+        named = {k: labels.get(k) or gpu_label(k, idents.get(k), gpus[k].get("device_type")) for k in gpus}
         for position, key in enumerate(sorted(gpus, key=gpu_order)):
-            figures.append(_throughput(where, key, labels.get(key, f"GPU {key}"), gpus[key], position))
+            figures.append(_throughput(where, key, named[key], gpus[key], position))
         for field, title, unit in HOST_CHARTS:
             series = [
-                Series(labels.get(k, f"GPU {k}"), _points(gpus[k], field), PALETTE[i % len(PALETTE)])
+                Series(named[k], _points(gpus[k], field), PALETTE[i % len(PALETTE)])
                 for i, k in enumerate(sorted(gpus, key=gpu_order))
             ]
             series = [s for s in series if s.points]
@@ -40,7 +43,8 @@ def _throughput(where: str, key: str, label: str, gpu: dict[str, Any], position:
     series = [Series(label, _points(gpu, "tflops"), PALETTE[position % len(PALETTE)])]
     first = gpu.get("first_tflops")
     gates = [GateLine(FRACTION * first, f"gate {FRACTION:g} x first window")] if first else []
-    chart = Chart(f"{where} · GPU {key}: bf16 GEMM TFLOP/s per window", "TFLOP/s", series, gates)
+    unit = gpu_label(key, None, gpu.get("device_type"))  # "GPU 0", or "local rank 0 (CPU)" on CPUs
+    chart = Chart(f"{where} · {unit}: bf16 GEMM TFLOP/s per window", "TFLOP/s", series, gates)
     return Figure(chart.title, time_chart(chart), series)
 
 

@@ -1,5 +1,7 @@
 """summary.txt: the table printed at the end of a run. It opens with the verdict and the bad parts (one
-line each), the tables and every full reason below, and ends with the verdict again."""
+line each), the tables and every full reason below, and ends with the verdict again. A teardown-only run
+(`--stages teardown`) ran no test and contacted no host but to remove a run's work: its summary is its
+stages and what it tore down, without the host, test and history lines that would mean nothing."""
 
 from __future__ import annotations
 
@@ -13,7 +15,13 @@ BAD_PARTS_HEAD = (
 SUSPECT_CHARS = 200
 
 
+# The stages of a teardown-only run: the report runs in every run.
+TEARDOWN_ONLY = frozenset({"report", "teardown"})
+
+
 def render(results: RunResults) -> str:
+    if teardown_only(results):
+        return _render_teardown(results)
     lines = [
         f"verdict {results.verdict}  run {results.run_id}  env {results.env}  "
         f"profile {results.threshold_profile}",
@@ -60,6 +68,42 @@ def render(results: RunResults) -> str:
         lines.append(f"nothing was run: every planned test was skipped ({skipped or 'none was planned'})")
     lines.append(f"VERDICT: {results.verdict}")
     return "\n".join(lines) + "\n"
+
+
+def teardown_only(results: RunResults) -> bool:
+    """Whether the run's stages were a teardown and the report (`--stages teardown`), nothing else."""
+    ran = {stage.name for stage in results.stages}
+    return "teardown" in ran and ran <= TEARDOWN_ONLY
+
+
+def _render_teardown(results: RunResults) -> str:
+    lines = [
+        f"verdict {results.verdict}  run {results.run_id}  env {results.env}",
+        "",
+        _table(["stage", "status", "detail"], [[s.name, s.status, s.detail] for s in results.stages]),
+        "",
+        *_torn_down(results),
+    ]
+    if results.timing:
+        lines.append(f"time: run {results.timing['run_s']:.0f}s")
+    lines += _exports(results)
+    if results.error:
+        lines.append(f"error: {results.error}")
+    lines.append(f"VERDICT: {results.verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def _torn_down(results: RunResults) -> list[str]:
+    """Whose work the teardown took, from which hosts, and each resource it destroyed."""
+    stage = next(s for s in results.stages if s.name == "teardown")
+    kept = results.kept_run or {}
+    whose = f"kept run {kept['run_id']} ({kept.get('run_dir')})" if kept.get("run_id") else ""
+    whose = whose or f"env {results.env}"
+    lines = [f"teardown of {whose}: {stage.status}"]
+    if results.hosts:
+        lines.append(f"  hosts: {', '.join(results.hosts)}")
+    lines += [f"  destroyed {address}" for address in results.destroyed]
+    return [*lines, ""]
 
 
 def _gates(results: RunResults) -> list[str]:

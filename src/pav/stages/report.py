@@ -28,7 +28,7 @@ def judge(ctx: RunContext) -> None:
     ctx.derived_gates = {}  # applied once, even if report runs again after an interrupt
     tests = [asdict(t) for t in ctx.results.tests]
     ctx.results.cross_check = cross_check(tests, list(ctx.results.hosts))
-    ctx.results.history = compare_history(ctx)
+    ctx.results.history = compare_history(ctx) if ctx.wants("validate") or ctx.results.tests else {}
     if ctx.results.error:
         ctx.results.verdict = "ERROR"
     elif not ctx.wants("validate") and not ctx.results.tests:
@@ -105,7 +105,9 @@ def export_metrics(ctx: RunContext) -> None:
 
 
 def compare_history(ctx: RunContext) -> dict[str, Any]:
-    """This run against the env's earlier runs under the results root; empty when there are none."""
+    """This run against the env's earlier runs under the results root; empty when there are none. A run
+    that tests nothing (`--stages teardown`, a configure alone) has no metric to compare: judge leaves it
+    out."""
     root = ctx.options.results_root
     if not root.is_dir():
         return {}

@@ -62,11 +62,12 @@ def burn_in_checks(metrics: dict[str, Any], labels: dict[str, str]) -> list[dict
     """Every gate of every GPU of one host's burn-in, as results.json records gates."""
     gpus = (metrics.get("burn_in") or {}).get("gpus") or {}
     best = _best(gpus)
+    # Every GPU's name, the best one's too: a CPU rank of a test on CPUs is named as one, never "GPU N".
+    idents = metrics.get("gpu") or {}
+    names = {k: labels.get(k) or gpu_label(k, idents.get(k), gpus[k].get("device_type")) for k in gpus}
     out: list[Check] = []
     for key in sorted(gpus, key=gpu_order):
-        series, ident = gpus[key], (metrics.get("gpu") or {}).get(key)
-        label = labels.get(key) or gpu_label(key, ident, series.get("device_type"))
-        out += gpu_checks(key, series, label, best, labels)
+        out += gpu_checks(key, gpus[key], names[key], best, names)
     return [c.record() for c in out]
 
 

@@ -80,9 +80,17 @@ def summarize_sdc(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         metrics = rank.get("metrics") or {}
         for key, value in (metrics.get("gpu") or {}).items():
             ident[str(key)] = value
-            per_gpu[str(key)] = metrics.get("sdc")
+            per_gpu[str(key)] = _with_device(metrics.get("sdc"), rank.get("device"))
     total = sum(int((r.get("metrics") or {}).get("sdc_mismatches") or 0) for r in ranks)
     return {"gpu": ident, "sdc": per_gpu, "sdc_mismatches": total}
+
+
+def _with_device(record: Any, device: Any) -> Any:
+    """The check's record and the kind of device it ran on (the rank's `device`: "cuda:0" -> cuda, cpu), so
+    that the part an SDC names is a GPU or a CPU rank (sdc_parts.py), as a burn-in's series says it."""
+    if not isinstance(record, dict) or not isinstance(device, str) or not device:
+        return record
+    return {**record, "device_type": device.split(":")[0]}
 
 
 def _least(values: list[Any]) -> Any:

@@ -10,13 +10,16 @@ from pav.thresholds.burn_in import gpu_label
 
 
 def sdc_records(metrics: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Each local GPU's SDC records: sdc_check's one check, or gpu_burn's checks at its start and end."""
+    """Each local GPU's SDC records: sdc_check's one check, or gpu_burn's checks at its start and end, each
+    with the `device_type` it ran on where the record or the burn-in's series says it (a CPU rank of a test
+    on CPUs is no GPU)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for key, record in (metrics.get("sdc") or {}).items():
         if isinstance(record, dict):
             out[str(key)] = [record]
     for key, series in ((metrics.get("burn_in") or {}).get("gpus") or {}).items():
-        checks = [r for r in (series.get("sdc") or []) if isinstance(r, dict)]
+        kind = {"device_type": series["device_type"]} if series.get("device_type") else {}
+        checks = [{**r, **kind} for r in (series.get("sdc") or []) if isinstance(r, dict)]
         if checks:
             out.setdefault(str(key), []).extend(checks)
     return out
@@ -29,7 +32,8 @@ def sdc_problems(metrics: dict[str, Any], labels: dict[str, str]) -> list[dict[s
         wrong = [r for r in records if int(r.get("mismatch_count") or 0) > 0]
         if not wrong:
             continue
-        label = labels.get(key) or gpu_label(key, (metrics.get("gpu") or {}).get(key), None)
+        kind = next((r.get("device_type") for r in records if r.get("device_type")), None)
+        label = labels.get(key) or gpu_label(key, (metrics.get("gpu") or {}).get(key), kind)
         first = (wrong[0].get("mismatches") or [{}])[0]
         where = (
             f"repetition {first.get('rep')} of {wrong[0].get('reps')} differs from "
