@@ -491,8 +491,16 @@ def refuse_unknown(names: list[str], where: str) -> None:
     """Names a user gave (where: the setting or option), each a test of the catalog."""
     known = _known()
     unknown = [n for n in names if n not in known]
-    if unknown:
-        raise PavError(f"unknown test(s) {', '.join(unknown)} in {where}; known: {', '.join(CATALOG)}")
+    if not unknown:
+        return
+    # A recheck re-runs what failed, a FOR TESTING test too: say how it is known rather than "unknown".
+    testing = [n for n in unknown if n in _fault_tests()]
+    if testing:
+        raise PavError(
+            f"test(s) {', '.join(testing)} in {where} are FOR TESTING (tests/faults) and known only with "
+            "PAV_FAULT_TESTS=1 in the environment; set it, or name tests of the catalog"
+        )
+    raise PavError(f"unknown test(s) {', '.join(unknown)} in {where}; known: {', '.join(CATALOG)}")
 
 
 def select(names: list[str], where: str = "pav_tests") -> list[TestSpec]:

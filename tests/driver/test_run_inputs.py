@@ -124,6 +124,18 @@ def test_unknown_names_stop_the_run_naming_where_they_were_set(tmp_path: Path) -
         made("--inventory", str(own_inventory(tmp_path, typo)))
 
 
+def test_a_for_testing_test_without_its_switch_says_how_it_is_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recheck re-runs what failed, a FOR TESTING test too (docs/slurm.md's sim walk): "unknown" would
+    send the user looking for a typo."""
+    monkeypatch.delenv("PAV_FAULT_TESTS", raising=False)
+    with pytest.raises(PavError, match=r"fault_rank_exit in --tests are FOR TESTING .* PAV_FAULT_TESTS=1"):
+        catalog.refuse_unknown(["fault_rank_exit"], "--tests")
+    with pytest.raises(PavError, match="unknown test"):
+        catalog.refuse_unknown(["fault_rank_exitt"], "--tests")
+    monkeypatch.setenv("PAV_FAULT_TESTS", "1")
+    catalog.refuse_unknown(["fault_rank_exit"], "--tests")
+
+
 def test_a_k8s_run_refuses_a_cpu_test_and_the_slurm_launcher() -> None:
     env = custom_env(ROOT / "inventories" / "local" / "hosts.yml")
     with pytest.raises(PavError, match="test torch_gloo_allreduce runs through torchrun on CPUs"):
