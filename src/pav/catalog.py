@@ -9,7 +9,8 @@ from typing import Literal
 from pav.errors import PavError
 
 Scope = Literal["host", "cluster"]
-Launcher = Literal["torchrun", "nccl_tests", "mpirun", "slurm"]  # slurm: a check of Slurm itself
+# slurm: a check of Slurm itself; plain: FOR TESTING ONLY, ranks of plain Python (pav_payload.plain, no torch)
+Launcher = Literal["torchrun", "nccl_tests", "mpirun", "slurm", "plain"]
 
 # nccl-tests sizes from the field's habits: 512M to 8G by factor 2.
 BIG_SIZES = "512M,1G,2G,4G,8G"
@@ -450,6 +451,44 @@ FAULT_TESTS: dict[str, TestSpec] = {
             "cluster",
             False,
             EXIT,
+        ),
+        # The run's lifecycle without torch (issue 49): a launch of plain Python ranks (pav_payload.plain)
+        # started, hung, killed, collected and judged as a torchrun launch is, for the faults whose subject
+        # is the run, not torch (tests/faults: a hang, a host that dies, signals, a killed driver, secrets,
+        # kept hosts). Their collective is a sum over TCP, judged by torch_gloo_allreduce's gate.
+        TestSpec(
+            "fault_plain",
+            "FOR TESTING: plain Python ranks (no torch) sum a vector",
+            "plain",
+            "host",
+            False,
+            gates_of="torch_gloo_allreduce",
+        ),
+        TestSpec(
+            "fault_plain_multi",
+            "FOR TESTING: plain Python ranks (no torch) sum a vector across hosts",
+            "plain",
+            "cluster",
+            False,
+            gates_of="torch_gloo_allreduce",
+        ),
+        TestSpec(
+            "fault_plain_hang",
+            "FOR TESTING: plain Python rank 1 hangs",
+            "plain",
+            "host",
+            False,
+            ("--hang", "1"),
+            gates_of="torch_gloo_allreduce",
+        ),
+        TestSpec(
+            "fault_plain_hang_multi",
+            "FOR TESTING: plain Python rank 0 hangs",
+            "plain",
+            "cluster",
+            False,
+            ("--hang", "0"),
+            gates_of="torch_gloo_allreduce",
         ),
         # A k8s run takes GPU tests only; the API-server double's pods run on CPU. Its node faults are the
         # double's (a broken node's pods fail): this test passes on every other node.

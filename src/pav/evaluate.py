@@ -192,6 +192,8 @@ def summarize(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         out.update(summarize_burn(ranks))
     elif first.get("kind") == "sdc":
         out.update(summarize_sdc(ranks))
+    elif first.get("kind") == "plain":  # FOR TESTING ONLY: pav_payload.plain's sum, checked by every rank
+        out["wrong_total"] = sum(int(r.get("metrics", {}).get("wrong", 0)) for r in ranks)
     elif first.get("kind") == "slurm_check":
         out["mismatches"] = sum(int(r.get("metrics", {}).get("mismatches", 0)) for r in ranks)
     return out

@@ -16,6 +16,8 @@ PYTHON, NCCL_TESTS_DIR, MPI_BIN_DIR = "{python}", "{nccl_tests_dir}", "{mpi_bin_
 # torchrun, through the payload (`python -m pav_payload.torchrun` runs torch.distributed.run's main): its
 # torch import then comes after the payload's warning filter (payload/pav_payload/__init__.py).
 TORCHRUN = "pav_payload.torchrun"
+# FOR TESTING ONLY: the launcher of the catalog's "plain" tests, ranks of plain Python (no torch).
+PLAIN = "pav_payload.plain"
 # A test's seconds before it is killed on every host (pav.run_inputs: --test-timeout, else the settings').
 TimeoutFor = Callable[[str], int]
 
@@ -124,6 +126,12 @@ def cluster_launch(
         launch.ranks_by_host[first] = 1
         return launch, None
     endpoint = f"{hosts[0].address}:{settings.rdzv_port}"
+    if spec.launcher == "plain":
+        for index, host in enumerate(hosts):
+            world = ("--nnodes", str(len(hosts)), "--node-rank", str(index), "--master", endpoint)
+            launch.argv_by_host[host.name] = _plain_argv(spec, procs, *world)
+            launch.ranks_by_host[host.name] = procs
+        return launch, None
     for host in hosts:
         launch.argv_by_host[host.name] = [
             PYTHON, "-m", TORCHRUN,
@@ -169,10 +177,17 @@ def _host_argv(spec: TestSpec, procs: int) -> list[str]:
     if spec.launcher == "nccl_tests":
         # One process driving every GPU of the host: the single-node form nccl-tests documents.
         return [f"{NCCL_TESTS_DIR}/{spec.args[0]}", *spec.args[1:], "-g", str(procs)]
+    if spec.launcher == "plain":
+        return _plain_argv(spec, procs)
     return [
         PYTHON, "-m", TORCHRUN, "--standalone", "--nproc_per_node", str(procs),
         "-m", "pav_payload", *_payload_args(spec),
     ]  # fmt: skip
+
+
+def _plain_argv(spec: TestSpec, procs: int, *world: str) -> list[str]:
+    """pav_payload.plain's agent: procs ranks of plain Python on the host, as torchrun would start them."""
+    return [PYTHON, "-m", PLAIN, "--nproc", str(procs), *world, *spec.args, *_out_args(spec)]
 
 
 def _payload_args(spec: TestSpec) -> list[str]:

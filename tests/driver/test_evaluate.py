@@ -111,6 +111,19 @@ def test_cluster_test_merges_hosts_and_names_the_silent_one(tmp_path: Path) -> N
     assert res.status == "error" and "h1" in res.reason
 
 
+def test_a_plain_launchs_wrong_sums_are_its_wrong_total(tmp_path: Path) -> None:
+    """FOR TESTING ONLY (pav_payload.plain, no torch): every rank checks the sum it got back; the wrong
+    elements over all ranks are the wrong_total its gate reads."""
+    plain = [rank(r) | {"kind": "plain", "metrics": {"elements": 64, "wrong": 0}} for r in (0, 1)]
+    write_host(tmp_path, "h0", 0, plain)
+    [res] = evaluate_launch(launch(), tmp_path, [GATE])
+    assert (res.status, res.metrics["wrong_total"]) == ("pass", 0)
+    plain[1]["metrics"]["wrong"] = 5
+    write_host(tmp_path / "again", "h0", 0, plain)
+    [res] = evaluate_launch(launch(), tmp_path / "again", [GATE])
+    assert res.status == "fail" and "wrong_total=5 above the maximum 0" in res.reason
+
+
 def test_verdict_rules() -> None:
     def t(status: str) -> TestResult:
         return TestResult("x", ["h"], status)  # type: ignore[arg-type]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pav import catalog
+import pytest
+
+from pav import catalog, suites
 from pav.launches import HostView, plan_launches
 from pav.run_inputs import Timeouts
 from pav.settings import Settings
@@ -105,3 +107,35 @@ def test_cpu_tests_stay_on_gloo_on_a_gpu_host() -> None:
         [launch], _ = plan_launches(catalog.select([name]), hosts(1, gpus=1), Settings(), "r", LIMIT)
         argv = launch.argv_by_host["h0"]
         assert argv[argv.index("--backend") + 1] == "gloo"
+
+
+def test_plain_tests_start_no_torch_and_run_as_launches_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FOR TESTING ONLY: the "plain" launcher's tests (pav_payload.plain, no torch) run its agent on each
+    host, the ranks a CPU test has, never torchrun, and stay out of the torch tests' suites."""
+    monkeypatch.setenv("PAV_FAULT_TESTS", "1")
+    names = ["torch_gloo_allreduce", "fault_plain", "ddp_cpu_train", "fault_plain_hang"]
+    specs = catalog.select([*names, "fault_plain_hang_multi"])
+    launches, skipped = plan_launches(specs, hosts(2), Settings(), "r", LIMIT)
+    assert skipped == []
+    by_test = {launch.test: launch for launch in launches}
+    host = by_test["fault_plain_hang"]
+    assert host.argv_by_host["h1"] == [
+        "{python}", "-m", "pav_payload.plain", "--nproc", "2", "--hang", "1",
+        "--out", "results/fault_plain_hang", "--test-id", "fault_plain_hang",
+    ]  # fmt: skip
+    assert host.ranks_by_host == {"h0": 2, "h1": 2} and host.payload_args == []
+    cluster = by_test["fault_plain_hang_multi"]
+    for index, name in enumerate(("h0", "h1")):
+        argv = cluster.argv_by_host[name]
+        assert argv[:5] == ["{python}", "-m", "pav_payload.plain", "--nproc", "2"]
+        world = ["--nnodes", "2", "--node-rank", str(index), "--master", "10.0.0.1:29400"]
+        assert argv[5:11] == world
+    assert cluster.ranks_by_host == {"h0": 2, "h1": 2} and cluster.members == ["h0", "h1"]
+    # Beside torch tests of the same world shape on the same hosts, only the torch tests share a suite.
+    folded = suites.fold_with_members(launches)
+    assert [(run.test, [m.test for m in members]) for run, members in folded] == [
+        ("pav_suites_1", ["torch_gloo_allreduce", "ddp_cpu_train"]),
+        ("fault_plain", ["fault_plain"]),
+        ("fault_plain_hang", ["fault_plain_hang"]),
+        ("fault_plain_hang_multi", ["fault_plain_hang_multi"]),
+    ]

@@ -1,7 +1,9 @@
 """kill -9 of the driver mid-validate (a lost CI runner, the OOM killer): its Ansible and SSH die with it
 (pav.reaper); a run started meanwhile stops at once, naming it; its results.json says ERROR with the stages
 it finished. On a sim env the next run names it and what it left and destroys that before it provisions;
-on static hosts the next run's first contact ends the launches it left there."""
+on static hosts the next run's first contact ends the launches it left there.
+
+Its tests are plain Python ranks (pav_payload.plain, no torch): what is tested is the driver's death."""
 
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from tests.sim.leftovers import cluster_id
 
 pytestmark = pytest.mark.slow
 
-HANG = ("--tests", "fault_hang", "--test-timeout", "300")
+HANG = ("--tests", "fault_plain_hang", "--test-timeout", "300")
+PASS = ("--tests", "fault_plain")
 
 
 def hung_then_killed(proc: subprocess.Popen[str], run_dir: Path, remote: list[Path], run_id: str) -> None:
-    """Wait until fault_hang's ranks run on every host, then SIGKILL the driver alone."""
-    started = lambda: all(len(list(d.glob("results/fault_hang/*.rank*.json"))) == 2 for d in remote)  # noqa: E731
+    """Wait until fault_plain_hang's ranks run on every host, then SIGKILL the driver alone."""
+    started = lambda: all(len(list(d.glob("results/fault_plain_hang/*.rank*.json"))) == 2 for d in remote)  # noqa: E731
     wait_for("every rank on every host", started, 300, proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
@@ -44,7 +47,7 @@ def test_on_an_env_that_provisions(sim_deps: None, sandbox: Sandbox) -> None:
     remote = [h / "var" / "tmp" / "pav" / "runs" / run_id for h in hosts]
 
     # A second run on the env meanwhile stops at once, naming the first.
-    second = sandbox.cli("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce", run="second")
+    second = sandbox.cli("--env", "sim", "--hosts", "2", *PASS, run="second")
     busy = f"env sim's state ({sandbox.state}) is in use by run {run_id} (pid {proc.pid}, "
     assert_one_line_error(second, busy, documented=True)
     assert not sandbox.run_dir("second").exists()
@@ -58,7 +61,7 @@ def test_on_an_env_that_provisions(sim_deps: None, sandbox: Sandbox) -> None:
     assert launch_processes(run_id)  # its launches still run on its hosts: the next run must end them
 
     # The next plain run names it and what it left, destroys that, then runs on hosts of its own.
-    nxt = sandbox.cli("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce", run="next")
+    nxt = sandbox.cli("--env", "sim", "--hosts", "2", *PASS, run="next")
     assert nxt.rc == 0, nxt.stdout + nxt.stderr
     names = ", ".join(f"sim-{cluster_id(sandbox.state)}-{i}" for i in (0, 1))
     said = f"env sim: destroying what run {run_id} (pid {proc.pid}, "

@@ -1,6 +1,10 @@
 """A payload run that hangs (one rank stops before its first collective and ignores SIGTERM, as a rank
 stuck in a driver call does): past its limit (pav_test_timeouts_s) it is `fail` with "timeout", and no
-process of it keeps running on any host."""
+process of it keeps running on any host.
+
+A launch of its own hangs in plain Python ranks (fault_plain_hang: pav_payload.plain, no torch, its ranks
+in sessions of their own as torchrun's are): what is tested is the launch's limit and cleanup, not torch.
+Inside a suite the tests are torch's (a suite is one torchrun and process group for several tests)."""
 
 from __future__ import annotations
 
@@ -14,38 +18,40 @@ from tests.faults.conftest import Configured, Sandbox, launch_processes
 
 pytestmark = pytest.mark.slow
 
-# The limit of a launch of its own counts torchrun's start, a torch import in each rank and the rendezvous:
-# room for those on a machine busy with other tests (a few seconds idle). Inside a suite the clock starts
-# when the test before it ends, with the ranks up already.
-LAUNCH_LIMIT_S = 30
+# The limit of a launch of its own counts its start (an agent and two ranks of plain Python, a second or
+# two on a machine busy with other tests). Inside a suite the clock starts when the test before it ends,
+# with the ranks up already.
+LAUNCH_LIMIT_S = 15
 SUITE_LIMIT_S = 15
 
 
-def limited(configured: Configured, sandbox: Sandbox, name: str, limit_s: int) -> Path:
-    """An inventory of hosts 0 and 1 whose group_vars give fault_hang that limit."""
+def limited(
+    configured: Configured, sandbox: Sandbox, name: str, limit_s: int, test: str = "fault_hang"
+) -> Path:
+    """An inventory of hosts 0 and 1 whose group_vars give the test that hangs that limit."""
     inventory = sandbox.base / name
     shutil.copytree(configured.inventory(0, 1).parent, inventory)
     group_vars = inventory / "group_vars" / "all" / "pav.yml"
-    group_vars.write_text(group_vars.read_text() + f"\npav_test_timeouts_s:\n  fault_hang: {limit_s}\n")
+    group_vars.write_text(group_vars.read_text() + f"\npav_test_timeouts_s:\n  {test}: {limit_s}\n")
     return inventory / "hosts.yml"
 
 
 def test_hung_launch_times_out_and_is_killed(configured: Configured, sandbox: Sandbox) -> None:
-    inventory = limited(configured, sandbox, "inv-hang", LAUNCH_LIMIT_S)
+    inventory = limited(configured, sandbox, "inv-hang", LAUNCH_LIMIT_S, "fault_plain_hang")
     stages = ("--stages", "validate,collect,report,teardown")
-    run = sandbox.cli("--inventory", str(inventory), *stages, "--tests", "fault_hang")
+    run = sandbox.cli("--inventory", str(inventory), *stages, "--tests", "fault_plain_hang")
     assert run.rc == 1, run.stdout + run.stderr  # a verdict (FAIL), not a run that could not finish
     results = sandbox.results()
-    hung = [t for t in results["tests"] if t["name"] == "fault_hang"]
+    hung = [t for t in results["tests"] if t["name"] == "fault_plain_hang"]
     assert len(hung) == 2
     for test in hung:
         assert test["status"] == "fail"
         said = f"timeout after {LAUNCH_LIMIT_S}s on {test['hosts'][0]}"
         assert test["reason"].startswith(said), test["reason"]
-        logs = sandbox.run_dir("run") / "hosts" / test["hosts"][0] / "results" / "fault_hang"
+        logs = sandbox.run_dir("run") / "hosts" / test["hosts"][0] / "results" / "fault_plain_hang"
         assert (logs / "launcher.rc").read_text().strip() in ("124", "137")
-        # torchrun's ranks run in sessions of their own, and the hung one ignores SIGTERM: the launch's
-        # own cleanup, not the host's teardown, is what killed it.
+        # The ranks run in sessions of their own (as torchrun's do), and the hung one ignores SIGTERM: the
+        # launch's own cleanup, not the host's teardown, is what killed it.
         assert "pav: killed what the launch left running" in (logs / "launcher.log").read_text()
     assert launch_processes(results["run_id"]) == []
     for index in (0, 1):  # teardown removed the run's folder from each host's own root

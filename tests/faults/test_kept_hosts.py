@@ -21,7 +21,8 @@ RECORD = ("results.json", "summary.txt", "junit.xml")  # byte for byte; report.h
 
 def test_kept_hosts_are_the_kept_runs_until_it_is_torn_down(sim_deps: None, sandbox: Sandbox) -> None:
     kept_dir = sandbox.run_dir("kept")
-    one = ("--env", "sim", "--hosts", "1", "--tests", "torch_gloo_allreduce")
+    # Its test is plain Python ranks (pav_payload.plain, no torch): what is tested is whose the hosts are.
+    one = ("--env", "sim", "--hosts", "1", "--tests", "fault_plain")
     kept = sandbox.cli(*one, "--keep", run="kept")
     assert kept.rc == 0, kept.stdout + kept.stderr
     kept_id = sandbox.results("kept")["run_id"]

@@ -3,7 +3,10 @@ group_vars of a custom inventory reach no file of the run dir, no artifact Ansib
 line the driver prints.
 
 First this machine over Ansible's local connection: there the facts Ansible gathers hold the driver's own
-environment, the worst case for a leak. Then two sim hosts over SSH, with a test spanning both."""
+environment, the worst case for a leak. Then two sim hosts over SSH, with a test spanning both.
+
+The runs' tests are plain Python ranks (pav_payload.plain, no torch): launched, logged, reported and
+collected as torch's are, which is the path a secret could take; what torch computes is not."""
 
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ def planted_inventory(base: Path, token: str, pem: str) -> Path:
     (base / "group_vars").mkdir()
     (base / "group_vars" / "all.yml").write_text(
         textwrap.dedent("""\
-            pav_tests: [torch_gloo_allreduce]
+            pav_tests: [fault_plain]
             pav_threshold_profile: cpu
             pav_apply_tuning: false
             pav_become: false
@@ -99,8 +102,9 @@ def test_scrub_catches_escaped_values_and_keeps_words() -> None:
 
 @pytest.mark.slow
 def test_no_secret_leaks_from_a_run_on_sim_hosts(configured: Configured, sandbox: Sandbox) -> None:
-    """The same over SSH on two sim hosts, with a test spanning both (torchrun across hosts): what comes back
-    from the hosts (logs, rank reports, collected archives) holds no planted secret either."""
+    """The same over SSH on two sim hosts, with a test spanning both (ranks on both hosts meeting in one
+    collective): what comes back from the hosts (logs, rank reports, collected archives) holds no planted
+    secret either."""
     env_token, gv_token = f"envtok-{secrets.token_hex(16)}", f"gvtok-{secrets.token_hex(16)}"
     env_pem, gv_pem = fake_pem(), fake_pem()
     inventory = sandbox.base / "inv-secrets"
@@ -113,7 +117,7 @@ def test_no_secret_leaks_from_a_run_on_sim_hosts(configured: Configured, sandbox
     )
     run = sandbox.cli(
         "--inventory", str(inventory / "hosts.yml"), "--stages", "validate,collect,report,teardown",
-        "--tests", "torch_gloo_allreduce,torch_gloo_collectives_multi",
+        "--tests", "fault_plain,fault_plain_multi",
         env={"NEBIUS_IAM_TOKEN": env_token, "NEBIUS_SA_PRIVATE_KEY": env_pem},
     )  # fmt: skip
     assert run.rc == 0, run.stdout + run.stderr

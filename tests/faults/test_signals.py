@@ -110,18 +110,26 @@ def changed_task(events: Path) -> str | None:
     return None
 
 
+# What each signal cuts during validate, a test that passes then one that hangs. SIGINT: torch's, which one
+# torchrun per host runs as a suite, so what is cut is a suite (its test that finished keeps its result, and
+# it is reported test by test). SIGTERM: plain Python ranks (pav_payload.plain, no torch), each test a
+# launch of its own, so what is cut is the launch after the one that finished.
+CUT = {"SIGINT": ("torch_gloo_allreduce", "fault_hang"), "SIGTERM": ("fault_plain", "fault_plain_hang")}
+
+
 @pytest.mark.parametrize("name", SIGNALS)
 def test_during_validate(configured: Configured, sandbox: Sandbox, name: str) -> None:
     """Mid test, on hosts the run does not destroy (a static inventory): the playbook is cancelled, the
     test that finished before the signal keeps its result, and teardown kills what the launch left
     running on every host and removes the run's folder there, through a second signal too."""
-    proc = sandbox.start(
-        *configured.validate(0, 1), "--tests", "torch_gloo_allreduce,fault_hang", "--test-timeout", "300"
-    )
+    done, hung = CUT[name]
+    proc = sandbox.start(*configured.validate(0, 1), "--tests", f"{done},{hung}", "--test-timeout", "300")
     run_id = wait_for("the validate playbook", lambda: playbook_run_id(sandbox.run_dir("run")), 120, proc)
     remote = [configured.remote_run_dir(i, run_id) for i in (0, 1)]
-    started = lambda: all(len(list(d.glob("results/fault_hang/*.rank*.json"))) == 2 for d in remote)  # noqa: E731
+    started = lambda: all(len(list(d.glob(f"results/{hung}/*.rank*.json"))) == 2 for d in remote)  # noqa: E731
     wait_for("every rank on both hosts", started, 300, proc)
+    suite = [(d / "results" / "pav_suites_1").is_dir() for d in remote]
+    assert suite == [name == "SIGINT"] * 2, suite  # the launch cut is a suite under SIGINT only
     send(proc, name)
     teardown = sandbox.run_dir("run") / "ansible" / "teardown"
     wait_for("the teardown playbook", teardown.exists, 300, proc)
@@ -130,9 +138,9 @@ def test_during_validate(configured: Configured, sandbox: Sandbox, name: str) ->
     assert {s["name"]: s["status"] for s in results["stages"]}["collect"] == "ok"
     outcome = {(t["name"], t["hosts"][0]): (t["status"], t["reason"]) for t in results["tests"]}
     for host in configured.names[:2]:
-        assert outcome[("torch_gloo_allreduce", host)] == ("pass", "")
+        assert outcome[(done, host)] == ("pass", "")
         # What the signal cut short says so, and blames no host for it.
-        assert outcome[("fault_hang", host)] == (
+        assert outcome[(hung, host)] == (
             "interrupted",
             f"the run was interrupted by {name} before {host} gave a result",
         )

@@ -42,7 +42,8 @@ def test_unreachable_host_stops_the_run(sim_deps: None, sandbox: Sandbox) -> Non
 
 def test_allow_missing_validates_the_rest(sim_deps: None, sandbox: Sandbox) -> None:
     # Hosts get 10 s to answer SSH, not the env's 30: a sim host answers within a second, the deaf one never.
-    run = sandbox.cli("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce",
+    # Its test is plain Python ranks (pav_payload.plain, no torch): what is tested is the run without a host.
+    run = sandbox.cli("--env", "sim", "--hosts", "2", "--tests", "fault_plain",
                       "--allow-missing", "1", "-e", "pav_ssh_timeout_s=10",
                       env={"PAV_SIM_DEAF_HOST": "1"})  # fmt: skip
     assert run.rc == 1, run.stdout + run.stderr  # a verdict: FAIL, since one host was not validated
@@ -55,13 +56,14 @@ def test_allow_missing_validates_the_rest(sim_deps: None, sandbox: Sandbox) -> N
     assert f"never answered SSH: {host1} (--allow-missing)" in provision["detail"]
     tests = {(t["name"], t["hosts"][0]): t for t in results["tests"]}
     assert len(tests) == 2
-    assert tests[("torch_gloo_allreduce", host0)]["status"] == "pass"
-    missing = tests[("torch_gloo_allreduce", host1)]
+    assert tests[("fault_plain", host0)]["status"] == "pass"
+    missing = tests[("fault_plain", host1)]
     assert missing["status"] == "error"
     assert missing["reason"].startswith(f"not validated: host {host1} is unreachable"), missing["reason"]
     stages = {s["name"]: s for s in results["stages"]}
     assert f"went on without {host1}" in stages["configure"]["detail"]
-    # Only a torchrun test planned: the mpi and nccl_tests roles did not run, so no host records their facts.
+    # No mpirun or nccl-tests test planned: the mpi and nccl_tests roles did not run, so no host records
+    # their facts.
     assert "MPI and nccl-tests not set up (no planned test uses them)" in stages["configure"]["detail"]
     facts = json.loads((sandbox.run_dir("run") / "hosts" / host0 / "facts.json").read_text())
     assert "mpi" not in facts and "nccl_tests" not in facts
