@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pav import cli
 from pav.commands.judge import Rejudgement, rejudge
 from pav.reporting import bad_parts
 from pav.results import HostRecord, TestResult
@@ -229,13 +230,21 @@ def test_gates_command_on_a_real_run() -> None:
     assert "MISSING" not in run.stdout
 
 
-def test_judge_command_on_the_real_runs() -> None:
-    """The command a user runs: each run's verdict as its exit code, the busy GPU named."""
+def test_judge_command_on_the_real_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The command a user runs: each run's verdict as its exit code, the busy GPU named. The first PASS and
+    the first FAIL go through the installed command's process (its exit code is the shell's); the rest
+    through the same entry point in this process (a start each would be ~0.3 CPU-s, 35 runs)."""
+    through_process = {next(r for r in CALIBRATION if r.verdict == v) for v in ("PASS", "FAIL")}
     for run in CALIBRATION:
-        judged = run_cli("judge", str(FIXTURES / run.fixture))
-        assert judged.rc == (0 if run.verdict == "PASS" else 1), judged.stdout + judged.stderr
-        assert f": {run.verdict} (recorded " in judged.stdout
-        assert run.names in judged.stdout
+        if run in through_process:
+            judged = run_cli("judge", str(FIXTURES / run.fixture))
+            rc, out = judged.rc, judged.stdout + judged.stderr
+        else:
+            rc = cli.main(["judge", str(FIXTURES / run.fixture)])
+            out = capsys.readouterr().out
+        assert rc == (0 if run.verdict == "PASS" else 1), out
+        assert f": {run.verdict} (recorded " in out
+        assert run.names in out
 
 
 BURN_IN_HOG = FIXTURES / "h200x2a-burn-in-hog-gpu1-sdc-gpu0"
