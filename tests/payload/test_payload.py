@@ -5,6 +5,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from pav_payload.cli import build_parser, main
 from pav_payload.models import SIZES, ModelConfig, build_model, transformer_parameters
 from pav_payload.resnet import ResNet50
 from pav_payload.sizes import parse_size, parse_sizes
+from pav_payload.suite_launch import DONE
 from pav_payload.train import resolve_train_args
 
 from tests.conftest import PAYLOAD
@@ -66,9 +68,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str], out: Path) -> subprocess.CompletedProcess[str]:
+def _run(argv: list[str], out: Path | None, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    out_args = [] if out is None else ["--out", str(out)]
     proc = subprocess.run(
-        [*argv, "--out", str(out)], env=_env(), capture_output=True, text=True, timeout=120, check=False
+        [*argv, *out_args], env=_env(), capture_output=True, text=True, timeout=timeout, check=False
     )
     # Shown by pytest only when a test fails.
     print(proc.stdout, proc.stderr, sep="\n")
@@ -81,9 +84,62 @@ def torchrun(out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], R
     return proc, [_load(out, args, rank) for rank in range(NPROC)]
 
 
-def python_m(out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    proc = _run([sys.executable, "-m", "pav_payload", *args], out)
-    return proc, _load(out, args, 0)
+@dataclass(frozen=True)
+class Launched:
+    """One test of a suite launch: its exit code (the worst over its ranks: what a launch of its own would
+    exit with; None if it never ended) and its ranks' reports."""
+
+    code: int | None
+    out: Path
+    args: tuple[str, ...]
+
+    @property
+    def reports(self) -> Reports:
+        return [_load(self.out, self.args, rank) for rank in range(NPROC)]
+
+
+def suite(
+    out: Path, tests: dict[str, tuple[str, ...]]
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Launched]]:
+    """Several tests in one torchrun launch (pav_payload.suite, as a run's validate stage launches them):
+    torchrun, the torch import and the process group start once, not once per test (issue 49). Each test
+    writes its ranks' reports to a folder of its own as it would alone, and its exit code to suite.done."""
+    plan = [{"test": name, "args": [*args, "--out", str(out / name)]} for name, args in tests.items()]
+    launcher = [str(TORCHRUN), "--standalone", f"--nproc_per_node={NPROC}", "-m", "pav_payload"]
+    proc = _run([*launcher, "suite", "--plan-json", json.dumps(plan)], None, timeout=600)
+    launched = {}
+    for name, args in tests.items():
+        done = out / name / DONE
+        code = int(done.read_text().split()[0]) if done.exists() else None
+        launched[name] = Launched(code, out / name, args)
+    return proc, launched
+
+
+# Launches of one process without torchrun, each as `python -m pav_payload ARGS` would run it (exit code:
+# main's), all in one Python process so that torch is imported once, not once per test (issue 49).
+ALONE: dict[str, tuple[str, ...]] = {
+    "single": ("train", "--mode", "single", "--steps", "6", "--test-id", "solo"),
+    "no_learning": ("train", "--mode", "single", "--steps", "3", "--lr", "0"),
+    "fsdp_bf16": ("train", "--mode", "fsdp", "--fsdp-bf16", "--steps", "2"),
+    "bfloat16": ("collectives", "--dtype", "bfloat16"),
+}
+ONE_PROCESS = """
+import json, os, sys
+from pav_payload.cli import main
+codes = {}
+for name, args in json.loads(sys.argv[1]).items():
+    codes[name] = main([*args, "--out", os.path.join(sys.argv[2], name)])
+print(json.dumps(codes), flush=True)
+os._exit(0)  # as pav_payload.__main__ leaves: past gloo's threads
+"""
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, dict[str, Any]]]:
+    out = tmp_path_factory.mktemp("alone")
+    proc = _run([sys.executable, "-c", ONE_PROCESS, json.dumps(ALONE), str(out)], None)
+    codes = json.loads(proc.stdout.splitlines()[-1])
+    return {name: (codes[name], _load(out / name, args, 0)) for name, args in ALONE.items()}
 
 
 def _load(out: Path, args: tuple[str, ...], rank: int) -> dict[str, Any]:
@@ -178,18 +234,39 @@ def test_train_flag_conflicts_rejected(argv: tuple[str, ...]) -> None:
 # --- collectives ----------------------------------------------------------------------------------
 
 
+# The torchrun launches of this module that end in pass or fail, as one suite launch (issue 49): each test's
+# own args, reports and exit code, as its own launch would give them. A launch of its own is still what
+# test_collectives_wrong_result_fails (a failing launch's exit code) and tests/payload/test_burn.py run.
+FSDP_DIMS = ("--d-model", "64", "--layers", "2", "--seq-len", "16", "--batch-size", "8")
+SUITE: dict[str, tuple[str, ...]] = {
+    "collectives": ("collectives", "--ops", ",".join(OPS), "--sizes", "1K,64K,6", "--warmup", "1",
+                    "--iters", "3"),
+    **{f"ddp_{model}": ("train", "--model", model, "--steps", "6", "--seq-len", "32", "--batch-size", "16")
+       for model in ("mlp", "transformer")},
+    "fsdp": ("train", "--mode", "fsdp", "--model", "transformer", "--steps", "10", *FSDP_DIMS),
+    "resnet50": ("train", "--mode", "ddp", "--model", "resnet50", "--steps", "8",
+                 "--d-model", "8", "--image-size", "32", "--batch-size", "8"),
+    "diverged_ddp": ("train", "--mode", "ddp", "--steps", "3", "--inject-param-skew", "1"),
+    "diverged_fsdp": ("train", "--mode", "fsdp", "--steps", "3", "--inject-param-skew", "1"),
+}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
-def collectives(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Reports]:
-    out = tmp_path_factory.mktemp("collectives")
-    return torchrun(
-        out, "collectives", "--ops", ",".join(OPS), "--sizes", "1K,64K,6", "--warmup", "1", "--iters", "3"
-    )
+def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Launched]:
+    proc, tests = suite(tmp_path_factory.mktemp("suite"), SUITE)
+    assert proc.returncode == 0  # a test that passed or failed ends no suite; an error would
+    return tests
+
+
+@pytest.fixture(scope="module")
+def collectives(launched: dict[str, Launched]) -> tuple[int | None, Reports]:
+    return launched["collectives"].code, launched["collectives"].reports
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_collectives_all_ops_pass(collectives: tuple[subprocess.CompletedProcess[str], Reports]) -> None:
-    proc, reports = collectives
-    assert proc.returncode == 0
+def test_collectives_all_ops_pass(collectives: tuple[int | None, Reports]) -> None:
+    code, reports = collectives
+    assert code == 0
     for rank, report in enumerate(reports):
         assert set(report) == TOP_LEVEL_KEYS
         assert (report["status"], report["reason"], report["kind"]) == ("pass", "", "collectives")
@@ -211,7 +288,7 @@ def test_collectives_all_ops_pass(collectives: tuple[subprocess.CompletedProcess
 
 @pytest.mark.slow  # real payload processes (torchrun)
 def test_collectives_sizes_follow_nccl_tests(
-    collectives: tuple[subprocess.CompletedProcess[str], Reports],
+    collectives: tuple[int | None, Reports],
 ) -> None:
     _, reports = collectives
     for result in reports[0]["metrics"]["results"]:
@@ -223,7 +300,7 @@ def test_collectives_sizes_follow_nccl_tests(
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_collectives_busbw_factors(collectives: tuple[subprocess.CompletedProcess[str], Reports]) -> None:
+def test_collectives_busbw_factors(collectives: tuple[int | None, Reports]) -> None:
     _, reports = collectives
     expected = {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5, "all_to_all": 0.5}
     for result in reports[1]["metrics"]["results"]:
@@ -244,11 +321,11 @@ def test_collectives_wrong_result_fails(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_error_leaves_report_and_exit_2(tmp_path: Path) -> None:
+def test_error_leaves_report_and_exit_2(alone: dict[str, tuple[int, dict[str, Any]]]) -> None:
     # bfloat16 is refused on CPU after the (one-rank, storeless) process group is up: the error path
     # must still tear down and report.
-    proc, report = python_m(tmp_path, "collectives", "--dtype", "bfloat16")
-    assert proc.returncode == 2
+    code, report = alone["bfloat16"]
+    assert code == 2
     assert report["status"] == "error" and "bfloat16" in report["reason"]
     assert report["backend"] == "gloo" and report["world_size"] == 1 and report["ended"]
 
@@ -258,10 +335,10 @@ def test_error_leaves_report_and_exit_2(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # real payload processes (torchrun)
 @pytest.mark.parametrize("model", ["mlp", "transformer"])
-def test_train_ddp_learns(tmp_path: Path, model: str) -> None:
-    args = ["train", "--model", model, "--steps", "6", "--seq-len", "32", "--batch-size", "16"]
-    proc, reports = torchrun(tmp_path, *args)
-    assert proc.returncode == 0
+def test_train_ddp_learns(launched: dict[str, Launched], model: str) -> None:
+    test = launched[f"ddp_{model}"]
+    reports = test.reports
+    assert test.code == 0
     for report in reports:
         assert set(report) == TOP_LEVEL_KEYS
         assert (report["status"], report["kind"], report["backend"]) == ("pass", "train", "gloo")
@@ -277,12 +354,9 @@ def test_train_ddp_learns(tmp_path: Path, model: str) -> None:
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_train_fsdp_learns(tmp_path: Path) -> None:
-    dims = ["--d-model", "64", "--layers", "2", "--seq-len", "16", "--batch-size", "8"]
-    proc, reports = torchrun(
-        tmp_path, "train", "--mode", "fsdp", "--model", "transformer", "--steps", "10", *dims
-    )
-    assert proc.returncode == 0
+def test_train_fsdp_learns(launched: dict[str, Launched]) -> None:
+    reports = launched["fsdp"].reports
+    assert launched["fsdp"].code == 0
     for report in reports:
         assert set(report) == TOP_LEVEL_KEYS
         assert (report["status"], report["kind"], report["backend"]) == ("pass", "train", "gloo")
@@ -309,10 +383,9 @@ def test_resnet50_is_the_standard_architecture() -> None:
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_train_resnet50_ddp_learns(tmp_path: Path) -> None:
-    dims = ["--d-model", "8", "--image-size", "32", "--batch-size", "8"]
-    proc, reports = torchrun(tmp_path, "train", "--mode", "ddp", "--model", "resnet50", "--steps", "8", *dims)
-    assert proc.returncode == 0
+def test_train_resnet50_ddp_learns(launched: dict[str, Launched]) -> None:
+    reports = launched["resnet50"].reports
+    assert launched["resnet50"].code == 0
     for report in reports:
         assert (report["status"], report["kind"]) == ("pass", "train")
         metrics = report["metrics"]
@@ -325,10 +398,10 @@ def test_train_resnet50_ddp_learns(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # real payload processes (torchrun)
 @pytest.mark.parametrize("mode", ["ddp", "fsdp"])
-def test_train_diverged_replicas_fail(tmp_path: Path, mode: str) -> None:
+def test_train_diverged_replicas_fail(launched: dict[str, Launched], mode: str) -> None:
     # Under FSDP the skew hits rank 1's gathered copy, as a corrupt all-gather would.
-    proc, reports = torchrun(tmp_path, "train", "--mode", mode, "--steps", "3", "--inject-param-skew", "1")
-    assert proc.returncode != 0
+    reports = launched[f"diverged_{mode}"].reports
+    assert launched[f"diverged_{mode}"].code == 1  # fail (a launch of its own: exit code 1)
     for report in reports:
         assert report["status"] == "fail" and "replicas diverged" in report["reason"]
         assert (
@@ -337,23 +410,23 @@ def test_train_diverged_replicas_fail(tmp_path: Path, mode: str) -> None:
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_train_single_without_torchrun(tmp_path: Path) -> None:
-    proc, report = python_m(tmp_path, "train", "--mode", "single", "--steps", "6", "--test-id", "solo")
-    assert proc.returncode == 0
+def test_train_single_without_torchrun(alone: dict[str, tuple[int, dict[str, Any]]]) -> None:
+    code, report = alone["single"]
+    assert code == 0
     assert report["status"] == "pass" and report["test_id"] == "solo"
     assert report["backend"] == "none" and report["world_size"] == 1
     assert not math.isnan(report["metrics"]["loss_last"])
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_train_fsdp_bf16_needs_cuda(tmp_path: Path) -> None:
-    proc, report = python_m(tmp_path, "train", "--mode", "fsdp", "--fsdp-bf16", "--steps", "2")
-    assert proc.returncode == 2
+def test_train_fsdp_bf16_needs_cuda(alone: dict[str, tuple[int, dict[str, Any]]]) -> None:
+    code, report = alone["fsdp_bf16"]
+    assert code == 2
     assert report["status"] == "error" and "--fsdp-bf16 needs CUDA" in report["reason"]
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_train_that_does_not_learn_fails(tmp_path: Path) -> None:
-    proc, report = python_m(tmp_path, "train", "--mode", "single", "--steps", "3", "--lr", "0")
-    assert proc.returncode == 1
+def test_train_that_does_not_learn_fails(alone: dict[str, tuple[int, dict[str, Any]]]) -> None:
+    code, report = alone["no_learning"]
+    assert code == 1
     assert report["status"] == "fail" and "loss did not fall" in report["reason"]
