@@ -2,7 +2,8 @@
 drain step in the one pipeline: nothing without the flag; a drain that fails is a line of summary.txt and
 an entry of results.json `actions`, never the verdict, the exit code or the run's results.
 
-The Slurm cluster itself (a real slurmctld draining the node) is tests/sim/test_slurm.py's."""
+The Slurm cluster itself (a real slurmctld draining the node) is tests/sim/test_slurm.py's; a failure across
+its 2 hosts, which drains neither, is a decision alone: the CLI run of it is here, in process (issue 49)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from typing import Any
 
 import pytest
 
-from pav import pipeline
-from pav.context import Options
+from pav import cli, pipeline
+from pav.context import Options, RunContext
+from pav.platform import Platform
 from pav.reporting import marks, summary
 from pav.results import TestResult
 from pav.slurm import drain
 from pav.stages import drain as drain_stage
+from pav.stages import isolate, provision
 from tests.driver.contexts import context
 from tests.driver.test_metrics_flags import FAILING, PASSING, no_signal_left, platform, run_with
 
@@ -120,6 +123,56 @@ def test_the_drain_step_says_which_hosts_it_spares_in_the_run_and_the_summary(
     assert (action["action"], action["hosts"], action["ok"]) == ("slurm drain", ["h0", "h1"], None)
     assert not (tmp_path / "ansible").exists()  # no drain playbook
     assert line in summary.render(ctx.results).splitlines()
+
+
+def test_a_failure_across_the_two_slurm_hosts_drains_neither_through_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run tests/sim/test_slurm.py made of this (a rank exiting in fault_rank_exit_multi, its job FAILED,
+    --launcher slurm --on-fail drain on 2 hosts), through the CLI in process: only the stages that reach the
+    hosts are stood in for; the real isolate stage (no pair re-runs under --launcher slurm), the report and
+    its drain step, and the CLI's own printing run. Neither host drains: no drain playbook runs, so scontrol
+    is asked to change no node; one line, printed as the run went and in the summary printed at its end,
+    names both hosts and why; the run is a FAIL, exit 1."""
+    monkeypatch.setenv("PAV_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("PAV_FAULT_TESTS", "1")  # fault_rank_exit_multi is FOR TESTING
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {"h0": {"ansible_host": "10.0.0.1"},
+                                                       "h1": {"ansible_host": "10.0.0.2"}}}}))  # fmt: skip
+    multi = "fault_rank_exit_multi"
+
+    def validate(ctx: RunContext) -> str:
+        ctx.launches = [None]  # type: ignore[list-item]  # collect and isolate run after launches
+        return "validated"
+
+    def collect(ctx: RunContext) -> str:  # the job's results, as collect and judging leave them
+        reason = "slurm job 7 FAILED (exit code 3:0); rank 1: exited with code 3"
+        ctx.results.tests.append(TestResult(multi, ["h0", "h1"], "error", reason))
+        ctx.launches = []
+        return "collected"
+
+    stages = {name: (lambda ctx: "done") for name in ("provision", "configure", "teardown")}
+    stages |= {"validate": validate, "collect": collect, "isolate": isolate.run}
+    hosts = Platform("hosts", stages, {"provision": provision.resolve}, dry_run=lambda c: 0)
+    monkeypatch.setattr(pipeline, "platform_for", lambda ctx: hosts)
+    run_dir = tmp_path / "run"
+    rc = cli.run(["--inventory", str(inventory), "--launcher", "slurm", "--on-fail", "drain",
+                  "--tests", multi, "--run-dir", str(run_dir)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["verdict"] == "FAIL" and sorted(results["hosts"]) == ["h0", "h1"]
+    [spared] = results["actions"]
+    assert (spared["action"], spared["ok"]) == ("slurm drain", None), spared
+    assert sorted(spared["hosts"]) == sorted(results["hosts"])
+    line = f"slurm drain: {spared['detail']}"
+    assert line == (
+        f"slurm drain: not draining h0, h1: {multi} failed across them, which does not say which host is bad "
+        f"(pair re-runs are not done under --launcher slurm); {NAMING}"
+    )
+    assert out.count(line + "\n") == 2  # as the run went, and in the summary printed
+    assert line in (run_dir / "summary.txt").read_text().splitlines()
+    assert not (run_dir / "ansible" / "drain").exists()  # no drain playbook: no node drained
 
 
 def test_a_host_with_two_bad_parts_drains_once_naming_every_failed_test() -> None:

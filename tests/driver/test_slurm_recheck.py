@@ -1,10 +1,11 @@
 """--recheck's decisions (pav.slurm.recheck): which drained nodes are the tool's (reason "pav ... [tests]")
 and which tests each failed, from scontrol's own output; which pass again and may return. A node drained by
-anyone else is listed, never rechecked. The real slurmctld resuming and keeping nodes is
-tests/sim/test_slurm.py's."""
+anyone else is listed, never rechecked, never touched (a recheck run of it, in process: issue 49). The real
+slurmctld resuming and keeping nodes is tests/sim/test_slurm.py's."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections.abc import Callable
@@ -14,11 +15,12 @@ from typing import Any
 import pytest
 
 from pav import pipeline
+from pav.ansible_exec import PlaybookOutcome
 from pav.context import Options, RunContext
 from pav.errors import PavError
 from pav.launches import HostView
 from pav.platform import Platform
-from pav.results import HostRecord
+from pav.results import HostRecord, TestResult
 from pav.slurm import drain, recheck
 from pav.stages import provision
 from pav.stages import recheck as recheck_stage
@@ -186,3 +188,94 @@ def test_a_recheck_that_would_create_its_hosts_is_refused_before_anything(tmp_pa
     got = run_cli("--env", "sim", "--recheck", "--results-root", str(tmp_path / "runs"))
     assert_one_line_error(got, "--recheck: env sim would create new hosts", "--reuse RUN_ID", documented=True)
     assert not (tmp_path / "runs").exists()  # no run dir, nothing provisioned
+
+
+class Controller:
+    """slurmctld at the boundary the recheck already has (pav.stages.playbook.play): slurm_drained.yml reads
+    each host's node name and `scontrol show node --oneliner`; slurm_drain.yml updates the hosts' nodes. Each
+    update is kept, and changes the node's state as scontrol's would."""
+
+    def __init__(self, nodes: dict[str, tuple[str, str]]) -> None:
+        self.nodes = nodes  # node (the host's short hostname) -> (state, reason)
+        self.updates: list[tuple[str, list[str]]] = []  # (State=, hosts asked)
+
+    def shown(self) -> str:
+        said = {
+            name: f" Reason={why} [root@2026-11-26T19:00:01]" if why else ""
+            for name, (_, why) in self.nodes.items()
+        }
+        return "\n".join(
+            f"NodeName={name} Arch=x86_64 State={state}{said[name]}"
+            for name, (state, _) in self.nodes.items()
+        )
+
+    def play(
+        self, ctx: RunContext, stage: str, playbook: str, extra: dict[str, Any] | None = None,
+        hosts: list[str] | None = None,
+    ) -> PlaybookOutcome:  # fmt: skip
+        targets = hosts or ctx.host_names
+        done = PlaybookOutcome(0, "successful", stats={h: {"ok": 1} for h in targets})
+        if playbook == "slurm_drained.yml":
+            done.facts = {h: {"slurm_nodes_info": {"node": h, "shown": self.shown()}} for h in targets}
+        else:
+            assert playbook == "slurm_drain.yml" and extra is not None, (playbook, extra)
+            self.updates.append((extra["pav_slurm_state"], list(targets)))
+            for host in targets:
+                if extra["pav_slurm_state"] == "RESUME":
+                    self.nodes[host] = ("IDLE", "")
+        return done
+
+
+@pytest.mark.parametrize("passes", (False, True), ids=("still-failing", "passing"))
+def test_a_node_drained_by_hand_is_listed_and_never_touched(
+    passes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recheck tests/sim/test_slurm.py made after an operator drained one of its 2 nodes again ("bad
+    fan"), in process: the other node carries the tool's drain. Only that node's host is rechecked, with only
+    the test its reason names; the operator's node is listed and left alone: no scontrol update names it,
+    whether the rechecked node fails again (kept drained, exit 1) or passes (the one RESUME is its own)."""
+    gloo = "torch_gloo_allreduce"
+    slurm = Controller({
+        "h0": ("IDLE+DRAIN", f"pav 20261126-1: host wrong bytes [{gloo}]"),
+        "h1": ("IDLE+DRAIN", "bad fan"),
+    })  # fmt: skip
+    monkeypatch.setattr(recheck_stage, "play", slurm.play)
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {"h0": {"ansible_host": "10.0.0.1"},
+                                                       "h1": {"ansible_host": "10.0.0.2"}}}}))  # fmt: skip
+    ctx = context(2, options=Options(results_root=tmp_path / "runs", recheck=True))
+    ctx.inventory_file = inventory
+    ctx.run_dir = tmp_path / "run"
+    ctx.run_dir.mkdir()
+    asked: list[tuple[list[str], list[str]]] = []
+
+    def validate(ctx: RunContext) -> str:
+        names = [spec.name for spec in ctx.inputs.tests]
+        asked.append((ctx.host_names, names))
+        status = "pass" if passes else "fail"
+        ctx.results.tests += [TestResult(n, [h], status, "" if passes else "wrong bytes") for n in names
+                              for h in ctx.host_names]  # fmt: skip
+        return "validated"
+
+    stages = {n: (lambda ctx: "done") for n in ("provision", "configure", "collect", "teardown")}
+    rc = pipeline.execute(
+        ctx, Platform("hosts", stages | {"validate": validate}, {"provision": provision.resolve},
+                      dry_run=lambda c: 0)
+    )  # fmt: skip
+    assert rc == (0 if passes else 1), ctx.results.error
+    assert asked == [(["h0"], [gloo])]  # only the tool's own drained node was rechecked
+    acts = [a for a in ctx.results.actions if a["action"] == "slurm recheck"]
+    [left] = [a for a in acts if a["host"] == "h1"]
+    assert left["detail"] == "left alone: drained by someone else (bad fan)" and not left["tests"]
+    assert left["ok"] is None
+    [mine] = [a for a in acts if a["host"] == "h0"]
+    assert len(acts) == 2
+    assert slurm.nodes["h1"] == ("IDLE+DRAIN", "bad fan")
+    if passes:
+        assert mine["ok"] is True and mine["detail"] == f"resumed: passed {gloo}"
+        assert slurm.updates == [("RESUME", ["h0"])]
+    else:
+        assert mine["ok"] is None and mine["detail"].startswith("kept drained: "), mine
+        assert slurm.updates == []
+    summary = (ctx.run_dir / "summary.txt").read_text()
+    assert "slurm recheck: h1: left alone: drained by someone else (bad fan)" in summary.splitlines()

@@ -1,9 +1,15 @@
 """--env sim --launcher slurm: the slurm role brings up slurmctld + slurmd + munged on 2 sim hosts, the
 env's own test list runs as Slurm jobs (the payload's multi-host run sbatch -> srun -> torchrun),
-Slurm's own checks run, a rank that exits non-zero fails the job and the
-verdict, --on-fail drain drains the nodes of a FAIL that names them (and none after a PASS, nor after a FAIL
-across the 2 hosts that cannot say which is bad) with the tool's reason in the real slurmctld, and teardown
-leaves no daemon behind."""
+Slurm's own checks run, a rank that exits non-zero fails the job and the verdict, the burn-in and the SDC
+check run as jobs, --on-fail drain drains the nodes of a FAIL that names them (and none after a PASS) with
+the tool's reason in the real slurmctld, --recheck returns the node that passes and keeps the other, and
+teardown leaves no daemon behind.
+
+One real run per claim of the real system (issue 49): the failing run carries every failing job (the
+burn-in and the SDC check failing on each host, and a rank exiting across both), the healthy run comes last
+so that its own slurm_cluster_state proves the failed jobs left nothing allocated. The decisions alone are
+in process: a failure across the 2 hosts drains neither (tests/driver/test_slurm_drain.py), a node an
+operator drained is listed and never touched by a recheck (tests/driver/test_slurm_recheck.py)."""
 
 from __future__ import annotations
 
@@ -30,27 +36,20 @@ BURN, SDC = "fault_burn_cpu", "fault_sdc_cpu"  # gpu_burn and sdc_check on CPU r
 
 @dataclass
 class SlurmRuns:
-    healthy: CliRun
-    healthy_dir: Path
-    failing: CliRun  # a test across both hosts fails: 2 hosts cannot say which is bad
-    failing_dir: Path
-    after_failing: dict[str, dict[str, str]]  # scontrol show node after it
-    drained: CliRun  # a test of each host fails on both: each is named, and drained
-    drained_dir: Path
-    daemons: list[str]  # seen while the cluster was up
-    down: CliRun
-    state: Path
-    nodes: dict[str, dict[str, str]]  # scontrol show node after the drained run: NodeName -> its fields
+    failing: CliRun  # the burn-in and the SDC check with the SDC fault (each host fails its own), and a
+    failing_dir: Path  # rank exiting in the test across both hosts; --on-fail drain drains both nodes
+    nodes: dict[str, dict[str, str]]  # scontrol show node after it: NodeName -> its fields
     fixed: str  # the node whose drain was made to name a test that passes: the recheck returns it
     before_recheck: dict[str, dict[str, str]]
     rechecked: CliRun
     rechecked_dir: Path
     after_recheck: dict[str, dict[str, str]]
-    by_hand: CliRun  # a recheck after the fixed node was drained again by hand
-    by_hand_dir: Path
-    after_by_hand: dict[str, dict[str, str]]
-    burn: CliRun  # the burn-in and the SDC check with the SDC fault
-    burn_dir: Path
+    healthy: CliRun  # the env's tests, with --on-fail drain, on both nodes returned
+    healthy_dir: Path
+    after_healthy: dict[str, dict[str, str]]
+    daemons: list[str]  # seen while the cluster was up
+    down: CliRun
+    state: Path
 
     def results(self, run_dir: Path) -> dict[str, Any]:
         return json.loads((run_dir / "results.json").read_text())
@@ -73,23 +72,18 @@ def by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
-    """Validate twice on the shared, already configured Slurm sim cluster, then tear it down."""
+    """Fail, recheck and validate on the shared, already configured Slurm sim cluster, then tear it down."""
     base, env = slurm_cluster.base, slurm_cluster.env
     kept = slurm_cluster.reuse()
     common = ("--env", "sim", "--launcher", "slurm", "--keep", "--stages", "validate,collect,report", *kept)
     common += ("--on-fail", "drain")
-    healthy_dir, failing_dir, drained_dir = base / "healthy", base / "failing", base / "drained"
+    failing_dir, rechecked_dir, healthy_dir = base / "failing", base / "recheck", base / "healthy"
     try:
         assert slurm_cluster.first.rc == 0, slurm_cluster.first.stdout + slurm_cluster.first.stderr
-        healthy = run_cli(*common, "--run-dir", str(healthy_dir), env=env, timeout=900)  # the env's tests
-        daemons = slurm_daemons(slurm_cluster.state)
-        # The burn-in and the SDC check as Slurm jobs (issue 40), the SDC fault on local rank 1 of each host;
-        # no --on-fail: the nodes stay up for the runs after it.
-        burn = run_cli(*common[:-2], "--tests", f"{BURN},{SDC}", "--burn-in", "3s", "--run-dir",
-                       str(base / "burn"), env=env | {"PAV_FAULT_SDC_GPU": "1"}, timeout=600)  # fmt: skip
-        failing = run_cli(*common, "--tests", FAULT, "--run-dir", str(failing_dir), env=env, timeout=600)
-        after_failing = slurm_nodes(slurm_cluster)
-        drained = run_cli(*common, "--tests", HOST_FAULT, "--run-dir", str(drained_dir), env=env, timeout=600)
+        # The burn-in and the SDC check as Slurm jobs (issue 40), the SDC fault on local rank 1 of each host:
+        # each host fails tests of its own, and is drained; the test across both fails its job too.
+        failing = run_cli(*common, "--tests", f"{BURN},{SDC},{FAULT}", "--burn-in", "3s", "--run-dir",
+                          str(failing_dir), env=env | {"PAV_FAULT_SDC_GPU": "1"}, timeout=900)  # fmt: skip
         nodes = slurm_nodes(slurm_cluster)
         # Each drain, as the tool writes one, now names a test of one host: the first node's still fails, the
         # second's is "fixed" and passes.
@@ -101,22 +95,21 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='pav {failing_id}: host [{GLOO}]'")
         before_recheck = slurm_nodes(slurm_cluster)
         recheck = ("--env", "sim", "--keep", "--stages", "validate,collect,report", "--recheck", *kept)
-        rechecked_dir, by_hand_dir = base / "recheck", base / "by-hand"
         rechecked = run_cli(*recheck, "--run-dir", str(rechecked_dir), env=env, timeout=600)
         after_recheck = slurm_nodes(slurm_cluster)
-        scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='bad fan'")
-        by_hand = run_cli(*recheck, "--run-dir", str(by_hand_dir), env=env, timeout=600)
-        after_by_hand = slurm_nodes(slurm_cluster)
+        # The node the recheck kept is returned by hand: the env's tests need both.
+        scontrol(slurm_cluster, f"NodeName={broken} State=RESUME")
+        healthy = run_cli(*common, "--run-dir", str(healthy_dir), env=env, timeout=900)  # the env's tests
+        after_healthy = slurm_nodes(slurm_cluster)
+        daemons = slurm_daemons(slurm_cluster.state)
     finally:
         # --results-root, not --run-dir: without a keep (--reuse) this is a teardown of no kept run.
         down = run_cli("--env", "sim", "--stages", "teardown", *kept, "--results-root", str(base / "down"),
                        env=env)  # fmt: skip
         slurm_cluster.down = down
     return SlurmRuns(
-        healthy, healthy_dir, failing, failing_dir, after_failing, drained, drained_dir, daemons, down,
-        slurm_cluster.state, nodes,
-        fixed, before_recheck, rechecked, rechecked_dir, after_recheck, by_hand, by_hand_dir, after_by_hand,
-        burn, base / "burn",
+        failing, failing_dir, nodes, fixed, before_recheck, rechecked, rechecked_dir, after_recheck,
+        healthy, healthy_dir, after_healthy, daemons, down, slurm_cluster.state,
     )  # fmt: skip
 
 
@@ -169,8 +162,8 @@ def test_multi_host_run_is_a_slurm_job_and_passes(runs: SlurmRuns) -> None:
 
 
 def test_the_burn_in_and_the_sdc_check_run_as_slurm_jobs_and_name_the_rank(runs: SlurmRuns) -> None:
-    assert runs.burn.rc == 1, runs.burn.stdout + runs.burn.stderr
-    tests = runs.results(runs.burn_dir)["tests"]
+    assert runs.failing.rc == 1, runs.failing.stdout + runs.failing.stderr
+    tests = runs.results(runs.failing_dir)["tests"]
     for test in (t for t in tests if t["name"] in (BURN, SDC)):
         assert test["status"] == "fail", test
         assert "SDC: local rank 1 (CPU): repetition 1 of 4 differs" in test["reason"], test["reason"]
@@ -218,44 +211,36 @@ def test_rank_exiting_nonzero_fails_the_job_and_the_verdict(runs: SlurmRuns) -> 
     assert test["slurm"]["state"] == "FAILED", test["slurm"]
     assert test["slurm"]["exit_code"] != 0
     assert f"slurm job {test['slurm']['job_id']} FAILED" in test["reason"]
-    # The cluster was idle again before this run's jobs: the earlier jobs left nothing allocated.
-    assert by_name(results)["slurm_cluster_state"]["status"] == "pass"
+    # The cluster was idle again before the healthy run's jobs (it came after the failing run, the recheck
+    # and the RESUME of the node kept drained): the failed jobs left nothing allocated.
+    assert by_name(runs.results(runs.healthy_dir))["slurm_cluster_state"]["status"] == "pass"
 
 
 def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: SlurmRuns) -> None:
-    """A test of each host failed on both: each host is named by its own test, and both nodes drain in the
-    real slurmctld with a reason naming the run and the test. The healthy run before it, with the same flag,
-    drained nothing: the failing runs' own slurm_cluster_state found every node idle."""
-    assert runs.drained.rc == 1, runs.drained.stdout + runs.drained.stderr
-    results = runs.results(runs.drained_dir)
+    """Tests of each host failed on both (the burn-in and the SDC check): each host is named by its own
+    tests, and both nodes drain in the real slurmctld with the reason the tool wrote, naming the run and the
+    tests. The test across both hosts failed too, but each host was named already: no "not draining" line.
+    The healthy run, with the same flag, drained nothing: no node is drained after it."""
+    assert runs.failing.rc == 1, runs.failing.stdout + runs.failing.stderr
+    results = runs.results(runs.failing_dir)
     assert by_name(results)["slurm_cluster_state"]["status"] == "pass"
     drains = [a for a in results["actions"] if a["action"] == "slurm drain"]
     assert sorted(a["host"] for a in drains) == sorted(results["hosts"]), results["actions"]
     assert all(a["ok"] for a in drains), drains
-    assert runs.results(runs.healthy_dir)["actions"] == []
     assert len(runs.nodes) == 2, runs.nodes
-    for name, node in runs.nodes.items():
-        assert "DRAIN" in node["State"], (name, node)
-        assert node["Reason"].startswith(f"pav {results['run_id']}: "), node["Reason"]
-        assert f"[{HOST_FAULT}]" in node["line"], node["line"]
-    summary = (runs.drained_dir / "summary.txt").read_text()
+    for drain in drains:
+        assert sorted(drain["tests"]) == [BURN, SDC], drain
+        assert drain["reason"].startswith(f"pav {results['run_id']}: "), drain["reason"]
+        assert drain["reason"].endswith(f" [{','.join(drain['tests'])}]"), drain["reason"]
+        node = runs.nodes[drain["host"]]  # the Slurm NodeName is the host's short hostname
+        assert "DRAIN" in node["State"], node
+        assert f" Reason={drain['reason']} [" in node["line"], (drain["reason"], node["line"])
+    summary = (runs.failing_dir / "summary.txt").read_text()
     assert summary.count("slurm drain: ") == 2 and "VERDICT: FAIL" in summary
-
-
-def test_a_failure_across_the_two_hosts_drains_neither(runs: SlurmRuns) -> None:
-    """The test across both hosts failed, and 2 hosts cannot be told apart: neither node drains (both did,
-    the healthy one too), and one line, printed as the run went and in its summary, says which and why."""
-    results = runs.results(runs.failing_dir)
-    [spared] = results["actions"]
-    assert (spared["action"], spared["ok"]) == ("slurm drain", None), spared
-    assert sorted(spared["hosts"]) == sorted(results["hosts"])
-    line = f"slurm drain: {spared['detail']}"
-    head = f"slurm drain: not draining {', '.join(spared['hosts'])}: {FAULT} failed across them, "
-    assert line.startswith(head + "which does not say which host is bad ("), line
-    assert runs.failing.stdout.count(line + "\n") == 2  # as the run went, and in the summary printed
-    assert line in (runs.failing_dir / "summary.txt").read_text().splitlines()
-    assert len(runs.after_failing) == 2
-    assert not [n for n in runs.after_failing.values() if "DRAIN" in n["State"]], runs.after_failing
+    assert "not draining" not in summary
+    assert runs.results(runs.healthy_dir)["actions"] == []
+    assert len(runs.after_healthy) == 2
+    assert not [n for n in runs.after_healthy.values() if "DRAIN" in n["State"]], runs.after_healthy
 
 
 def rechecks(run_dir: Path) -> list[dict[str, Any]]:
@@ -285,21 +270,6 @@ def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs:
     assert runs.after_recheck[other]["Reason"] == runs.before_recheck[other]["Reason"]
     summary = (runs.rechecked_dir / "summary.txt").read_text()
     assert f"slurm recheck: {resumed[0]['host']}: resumed: passed {GLOO}" in summary
-
-
-def test_recheck_leaves_a_node_drained_by_hand_alone_and_lists_it(runs: SlurmRuns) -> None:
-    assert runs.by_hand.rc == 1, runs.by_hand.stdout + runs.by_hand.stderr
-    acts = rechecks(runs.by_hand_dir)
-    [left] = [a for a in acts if a["host"] == runs.fixed]
-    assert left["detail"] == "left alone: drained by someone else (bad fan)" and not left["tests"]
-    assert "DRAIN" in runs.after_by_hand[runs.fixed]["State"]
-    assert runs.after_by_hand[runs.fixed]["Reason"].startswith("bad fan")
-    tests = runs.results(runs.by_hand_dir)["tests"]
-    assert {t["name"] for t in tests} == {HOST_FAULT}  # only the tool's own drained node was rechecked
-    assert (
-        "slurm recheck: " + runs.fixed + ": left alone: drained by someone else (bad fan)"
-        in (runs.by_hand_dir / "summary.txt").read_text()
-    )
 
 
 def test_teardown_leaves_no_daemon(runs: SlurmRuns) -> None:
