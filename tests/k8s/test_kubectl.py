@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,15 +17,16 @@ from pav.k8s import jobs, provision, render, stages
 from pav.k8s.config import load_config
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
+from pav.k8s_settings import K8sSettings
 from pav.results import HostRecord
 from pav.settings import load_settings
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.k8s.apiserver import ApiServer
+from tests.k8s.conftest import Namespace
 
-# Slow: torchrun in pods. One xdist worker for every test whose pods run on this machine: a PyTorchJob's
-# Master listens on the operator's port 23456 of loopback, which two such jobs at once would both take.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("k8s-pods")]
+# Slow: torchrun in pods (each double's pods in a network namespace of their own: tests/k8s/conftest.py).
+pytestmark = pytest.mark.slow
 
 INVENTORY = paths.INVENTORIES / "nebius-eu-k8s"
 FILES = paths.ROOT / "roles" / "training_operator" / "files"
@@ -34,24 +34,19 @@ TRAINING_OPERATOR = FILES / "training-operator-v1.8.1" / "training-operator.yaml
 NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: pav}\n"
 
 
-@pytest.fixture
-def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiServer]:
-    with ApiServer(tmp_path / "api") as server:
-        monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "api" / "kube-cache"))
-        yield server
-
-
 def install_pytorchjob_crd(api: ApiServer) -> None:
-    """The pinned training-operator manifest (PyTorchJob only) and the jobs' namespace."""
+    """The pinned training-operator manifest (PyTorchJob only) and the jobs' namespace (on a cluster of the
+    test's own; the shared double of tests/k8s/conftest.py has the manifest applied)."""
     Kubectl(api.kubeconfig, "kubeflow").run("apply", "--server-side", "-f", str(TRAINING_OPERATOR))
     Kubectl(api.kubeconfig, "pav").run("apply", "--server-side", "-f", "-", stdin=NAMESPACE)
 
 
-def cpu_job(test: str, workers: int) -> render.Job:
-    """A job as plan_jobs makes it for the env, but running a CPU test's script (one process per pod)."""
+def cpu_job(test: str, workers: int, config: K8sSettings | None = None) -> render.Job:
+    """A job as plan_jobs makes it for the env (config: its k8s settings), but running a CPU test's script
+    (one process per pod)."""
     (planned,) = render.plan_jobs(
         catalog.select(["torch_nccl_allreduce"]),
-        load_config(INVENTORY),
+        config or load_config(INVENTORY),
         fabric_env(load_settings(INVENTORY)),
         workers,
         "r1",
@@ -69,24 +64,23 @@ def cpu_job(test: str, workers: int) -> render.Job:
     )
 
 
-def test_a_two_node_pytorchjob_meets_at_the_master_the_operator_names(api: ApiServer, tmp_path: Path) -> None:
+def test_a_two_node_pytorchjob_meets_at_the_master_the_operator_names(k8s: Namespace, tmp_path: Path) -> None:
     """Every pod gets only what training-operator v1.8.1 sets; torchrun on both pods must find each other.
     With Worker replicas alone (no Master) the operator sets no master address or node rank: both pods
     would be node 0 of their own rendezvous and the job would fail at its deadline."""
-    kube = Kubectl(api.kubeconfig, "pav")
-    job = cpu_job("torch_gloo_collectives_multi", workers=2)
-    install_pytorchjob_crd(api)
-    for manifest in render.render([job], "pav", render.job_labels("r1", "payload")):
+    kube = k8s.kube
+    job = cpu_job("torch_gloo_collectives_multi", workers=2, config=k8s.config)
+    for manifest in render.render([job], k8s.name, render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
     lines: list[str] = []
     state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=0.2)
     run_dir = tmp_path / "run"
     launch = jobs.collect(kube, job, pods, run_dir)
-    assert state == "Succeeded", "\n".join(api.logs.values())[-3000:]
+    assert state == "Succeeded", k8s.logs()[-3000:]
     assert [(p.role, p.phase) for p in pods] == [("master", "Succeeded"), ("worker", "Succeeded")]
     master = f"{job.name}-master-0"
     assert lines[-1] == f"  {job.test}: Succeeded [master-0 Succeeded, worker-0 Succeeded]"
-    env = {e["name"]: e["value"] for e in api.objects("pods")[1]["spec"]["containers"][0]["env"]}
+    env = {e["name"]: e["value"] for e in k8s.objects("pods")[1]["spec"]["containers"][0]["env"]}
     assert (env["PET_MASTER_ADDR"], env["PET_NODE_RANK"], env["PET_NNODES"]) == (master, "1", "2")
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))
     (result,) = evaluate_launch(launch, run_dir, measured)
@@ -101,31 +95,31 @@ def test_a_two_node_pytorchjob_meets_at_the_master_the_operator_names(api: ApiSe
     assert (master_pod["pod"], master_pod["role"], hosts["gpu-node-0"].status) == (master, "master", "ok")
 
 
-def test_teardown_deletes_the_jobs_when_the_mpijob_type_is_not_installed(api: ApiServer) -> None:
+def test_teardown_deletes_the_jobs_when_the_mpijob_type_is_not_installed(k8s: Namespace) -> None:
     """A cluster with the PyTorchJob CRD only (install_mpi false, or the MPI operator never installed): real
-    kubectl refuses a delete that names mpijobs, and teardown must still remove what the run made."""
-    kube = Kubectl(api.kubeconfig, "pav")
-    job = cpu_job("torch_gloo_allreduce", workers=1)
-    install_pytorchjob_crd(api)
-    for manifest in render.render([job], "pav", render.job_labels("r1", "payload")):
+    kubectl refuses a delete that names mpijobs, and teardown must still remove what the run made. (The
+    shared double serves TrainJob too: the delete names trainjobs and pytorchjobs, never mpijobs.)"""
+    kube = k8s.kube
+    job = cpu_job("torch_gloo_allreduce", workers=1, config=k8s.config)
+    assert "mpijobs.kubeflow.org" not in kube.run("api-resources", "-o", "name").split()
+    for manifest in render.render([job], k8s.name, render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
     selector = f"pav-run-id={render.run_label('r1')}"
     assert jobs.delete(kube, selector) == f"deleted 2 object(s) labelled {selector}"
-    assert api.objects("pytorchjobs") == [] and api.objects("configmaps", "pav") == []
-    assert api.objects("pods", "pav") == []  # the job's pods went with it (ownerReferences)
+    assert k8s.objects("pytorchjobs") == [] and k8s.objects("configmaps") == []
+    assert k8s.objects("pods") == []  # the job's pods went with it (ownerReferences)
 
 
-def test_a_host_scope_test_measures_each_node_alone(api: ApiServer, tmp_path: Path) -> None:
+def test_a_host_scope_test_measures_each_node_alone(k8s: Namespace, tmp_path: Path) -> None:
     """A host-scope test is one job whose pods each run torchrun --standalone, whatever the operator's PET_*
     say: one result per node, each a world of its own, as the hosts platform judges it."""
-    kube = Kubectl(api.kubeconfig, "pav")
-    job = cpu_job("torch_gloo_allreduce", workers=2)
-    install_pytorchjob_crd(api)
-    for manifest in render.render([job], "pav", render.job_labels("r1", "payload")):
+    kube = k8s.kube
+    job = cpu_job("torch_gloo_allreduce", workers=2, config=k8s.config)
+    for manifest in render.render([job], k8s.name, render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
     state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
-    assert state == "Succeeded", "\n".join(api.logs.values())[-3000:]
+    assert state == "Succeeded", k8s.logs()[-3000:]
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))
     results = evaluate_launch(launch, tmp_path / "run", measured)
     assert [(r.hosts, r.status) for r in results] == [(["gpu-node-0"], "pass"), (["gpu-node-1"], "pass")]

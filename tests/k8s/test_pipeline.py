@@ -2,24 +2,26 @@
 of tests/k8s/apiserver. On a fresh cluster the one pipeline installs Kubeflow Trainer v2 and JobSet, runs a
 2-node torch TrainJob whose pods run for real on this machine (CPU: the NCCL test errors, as it must without
 CUDA) and nccl-tests through the MPI runtime, reports, deletes the run's jobs and scrubs secrets from the run
-dir as on hosts. On a cluster that serves only the v1 kinds the same run goes as PyTorchJob, as before."""
+dir as on hosts. On a cluster that serves only the v1 kinds the same run goes as PyTorchJob, as before.
+Each on a cluster of its own (tests/k8s/conftest.py's `api`): what it installs is asserted cluster-wide.
+Which API a cluster with both gets, and what results.json records of that choice, is proven without a
+whole run (tests/k8s/test_trainjob.py::test_which_api_a_cluster_gets)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pav import paths
 from tests.conftest import run_cli
 from tests.k8s.apiserver import ApiServer
+from tests.k8s.conftest import V1_OPERATOR
 
-# Slow: the whole pipeline, torchrun in two pods; on the worker of tests/k8s/test_kubectl.py (port 23456).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("k8s-pods")]
+# Slow: the whole pipeline, torchrun in two pods (each double's pods in a network namespace of their own).
+pytestmark = pytest.mark.slow
 
 SECRET = "t0ken-value-the-run-must-not-keep"
 SETTINGS = """\
@@ -29,18 +31,6 @@ pav_tests: [torch_nccl_allreduce_multi, nccl_tests_all_reduce]
 pav_test_timeout_s: 300
 nccl_env_fabric: socket
 """
-FILES = paths.ROLES / "training_operator" / "files"
-TRAINER = (FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0")
-TRAINER_NAMESPACES = ("kubeflow-system", "jobset-system")
-V1_OPERATOR = (
-    paths.ROLES / "training_operator" / "files" / "training-operator-v1.8.1" / "training-operator.yaml"
-)
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiServer]:
-    with ApiServer(tmp_path / "api") as server:
-        yield server
 
 
 def run_k8s(tmp_path: Path, api: ApiServer, settings: str, *flags: str) -> tuple[dict[str, Any], Path]:
@@ -100,25 +90,17 @@ def test_a_k8s_run_on_a_fresh_cluster_installs_trainer_v2_and_runs_trainjobs(
         assert api.objects(plural, "pav") == [], plural
 
 
-@pytest.mark.parametrize("served", ["v1", "trainer, v1"])
-def test_a_cluster_serving_only_the_v1_kinds_runs_them_as_before(
-    tmp_path: Path, api: ApiServer, served: str
-) -> None:
-    """Only the v1 operators: PyTorchJob, chosen by auto. Both APIs served and k8s_job_api: v1: the same."""
-    for namespace in ("kubeflow", *(TRAINER_NAMESPACES if "trainer" in served else ())):
-        api.store.put(next(r for r in api.store.resources() if r.kind == "Namespace"),
-                      {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})  # fmt: skip
-    for manifest in (V1_OPERATOR, *(TRAINER if "trainer" in served else ())):
-        argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", "-f", str(manifest)]
-        subprocess.run(argv, env=api.env(), capture_output=True, timeout=300, check=True)
+def test_a_cluster_serving_only_the_v1_kinds_runs_them_as_before(tmp_path: Path, api: ApiServer) -> None:
+    """Only the v1 operators (training-operator: PyTorchJob): PyTorchJob, chosen by auto; configure installs
+    the v1 operators (the MPI operator with them)."""
+    api.store.put(next(r for r in api.store.resources() if r.kind == "Namespace"),
+                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}})  # fmt: skip
+    argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", "-f", str(V1_OPERATOR)]
+    subprocess.run(argv, env=api.env(), capture_output=True, timeout=300, check=True)
     settings = SETTINGS.replace("nccl_tests_all_reduce]", "]").replace(", ]", "]")
-    setting = "auto"
-    if "trainer" in served:
-        setting = "v1"
-        settings += "k8s_job_api: v1\n"
     results, _ = run_k8s(tmp_path, api, settings)
     assert results["k8s"]["job_api"] == "v1"
-    assert results["k8s"]["chosen_by"] == f"k8s_job_api: {setting}; the cluster served: {served}"
+    assert results["k8s"]["chosen_by"] == "k8s_job_api: auto; the cluster served: v1"
     assert {o["metadata"]["name"] for o in api.objects("customresourcedefinitions")} >= {
         "pytorchjobs.kubeflow.org",
         "mpijobs.kubeflow.org",  # the role's v1 install, the MPI operator with it

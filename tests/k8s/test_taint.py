@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +36,9 @@ INVENTORY = Path(__file__).parents[2] / "inventories" / "nebius-eu-k8s"
 
 
 @pytest.fixture
-def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiServer]:
-    with ApiServer(tmp_path / "api", {f"gpu-node-{i}": 8 for i in range(5)}) as server:
-        monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "api" / "kube-cache"))
-        yield server
+def api_nodes() -> dict[str, int]:
+    """Five nodes for each test's `api` (tests/k8s/conftest.py): a cluster of its own, its nodes marked."""
+    return {f"gpu-node-{i}": 8 for i in range(5)}
 
 
 def kubectl(api: ApiServer, *args: str) -> None:
@@ -264,7 +262,6 @@ nccl_env_fabric: socket
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("k8s-pods")
 def test_a_fail_taints_its_nodes_and_a_recheck_returns_the_one_that_passes(
     tmp_path: Path, api: ApiServer
 ) -> None:

@@ -1,70 +1,57 @@
 """Kubeflow Trainer v2 through the real kubectl (v1.32) against the API-server double of tests/k8s/apiserver:
 the pinned Trainer and JobSet manifests applied as the role applies them, the tool's ClusterTrainingRuntimes
 and TrainJobs as the driver renders them, the TrainJob -> JobSet -> Jobs -> Pods chain with the torch and MPI
-plugins' environment, and the pods' scripts run for real (CPU, gloo). Which API a cluster gets:
-pav.k8s.job_api against what the double serves."""
+plugins' environment, and the pods' scripts run for real (CPU, gloo), each test in a namespace of its own
+on the shared double (tests/k8s/conftest.py). Which API a cluster gets: pav.k8s.job_api and the configure
+stage's choice (pav.k8s.stages.choose_api) against what a double of the test's own serves."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pav import catalog, paths
+from pav import catalog
 from pav.errors import PavError
 from pav.evaluate import evaluate_launch
-from pav.k8s import job_api, jobs, render
-from pav.k8s.config import load_config
+from pav.k8s import job_api, jobs, render, stages
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.settings import load_settings
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
+from tests.driver.contexts import context
 from tests.k8s.apiserver import ApiServer
+from tests.k8s.conftest import (
+    INVENTORY,
+    OPERATOR_NAMESPACES,
+    TRAINER,
+    V1_OPERATOR,
+    Namespace,
+    apply,
+    namespace_yaml,
+)
 
-# Slow: torchrun in pods; on the worker of the other tests whose pods listen on loopback (torchrun's 29500).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("k8s-pods")]
-
-INVENTORY = paths.INVENTORIES / "nebius-eu-k8s"
-FILES = paths.ROOT / "roles" / "training_operator" / "files"
-TRAINER = [FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0"]
-V1 = FILES / "training-operator-v1.8.1" / "training-operator.yaml"
-NAMESPACES = ("jobset-system", "kubeflow-system", "kubeflow", "pav")
-
-
-@pytest.fixture
-def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiServer]:
-    with ApiServer(tmp_path / "api") as server:
-        monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "api" / "kube-cache"))
-        kube = Kubectl(server.kubeconfig, "pav")
-        for name in NAMESPACES:
-            kube.run(
-                "apply",
-                "--server-side",
-                "-f",
-                "-",
-                stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n",
-            )
-        yield server
+# Slow: torchrun in pods (each double's pods in a network namespace of their own: tests/k8s/conftest.py).
+pytestmark = pytest.mark.slow
 
 
 def install(api: ApiServer, *manifests: Path) -> None:
-    """As the role applies them: each object into the namespace it names."""
+    """On a cluster of the test's own, as the role applies them: each object into the namespace it names."""
+    for name in OPERATOR_NAMESPACES:
+        apply(api, "-", namespace_yaml(name))
     for manifest in manifests:
-        argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", "-f", str(manifest)]
-        proc = subprocess.run(argv, env=api.env(), capture_output=True, text=True, timeout=300, check=False)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+        apply(api, manifest)
 
 
-def trainjob(test: str, workers: int) -> render.Job:
-    """A TrainJob as plan_jobs makes it for the env; a torch test runs a CPU test's script (a rank a pod)."""
+def trainjob(k8s: Namespace, test: str, workers: int) -> render.Job:
+    """A TrainJob as plan_jobs makes it for the env in the test's namespace; a torch test runs a CPU test's
+    script (a rank a pod)."""
     flavor = catalog.k8s_job_kind(catalog.CATALOG[test]) if catalog.CATALOG[test].needs_gpu else "torch"
     base = "torch_nccl_allreduce" if flavor == "torch" else test
-    (planned,) = render.plan_jobs(catalog.select([base]), load_config(INVENTORY),
+    (planned,) = render.plan_jobs(catalog.select([base]), k8s.config,
                                   fabric_env(load_settings(INVENTORY)), workers, "r1", lambda _: 120,
                                   api=job_api.TRAINER)  # fmt: skip
     if flavor == "mpi":
@@ -75,9 +62,9 @@ def trainjob(test: str, workers: int) -> render.Job:
                                script=render._torch_script(spec), scope=spec.scope)  # fmt: skip
 
 
-def submit(api: ApiServer, job: render.Job) -> Kubectl:
-    kube = Kubectl(api.kubeconfig, "pav")
-    for manifest in render.render([job], "pav", render.job_labels("r1", "payload")):
+def submit(k8s: Namespace, job: render.Job) -> Kubectl:
+    kube = k8s.kube
+    for manifest in render.render([job], k8s.name, render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
     return kube
 
@@ -88,31 +75,30 @@ def env_of(pod: dict[str, object]) -> dict[str, object]:
 
 
 def test_a_two_node_trainjob_meets_at_the_rendezvous_the_torch_plugin_names(
-    api: ApiServer, tmp_path: Path
+    k8s: Namespace, tmp_path: Path
 ) -> None:
     """Every pod gets only what Kubeflow Trainer's torch plugin and JobSet give it: PET_NODE_RANK from the
     Indexed Job's completion index, PET_MASTER_ADDR node 0's name under the JobSet's headless Service;
     torchrun on both pods must meet there and run the payload as one world of 2."""
-    install(api, *TRAINER)
-    job = trainjob("torch_gloo_collectives_multi", workers=2)
-    kube = submit(api, job)
+    job = trainjob(k8s, "torch_gloo_collectives_multi", workers=2)
+    kube = submit(k8s, job)
     lines: list[str] = []
     state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=0.2)
     run_dir = tmp_path / "run"
     launch = jobs.collect(kube, job, pods, run_dir)
-    assert state == "Succeeded", "\n".join(api.logs.values())[-3000:]
+    assert state == "Succeeded", k8s.logs()[-3000:]
     assert [(p.role, p.phase, p.host) for p in pods] == [
         ("node", "Succeeded", f"{job.name}-node-0-0"),
         ("node", "Succeeded", f"{job.name}-node-0-1"),
     ]
-    (trainjob_obj,) = api.objects("trainjobs")
+    (trainjob_obj,) = k8s.objects("trainjobs")
     assert [c["type"] for c in trainjob_obj["status"]["conditions"]] == ["Complete"]
-    (jobset,) = api.objects("jobsets")
+    (jobset,) = k8s.objects("jobsets")
     assert jobset["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
     assert [c["reason"] for c in jobset["status"]["conditions"]] == ["AllJobsCompleted"]
-    (node_job,) = api.objects("jobs", "pav")
+    (node_job,) = k8s.objects("jobs")
     assert (node_job["metadata"]["name"], node_job["spec"]["completions"]) == (f"{job.name}-node-0", 2)
-    env = env_of(api.objects("pods", "pav")[1])
+    env = env_of(k8s.objects("pods")[1])
     assert env["PET_MASTER_ADDR"] == f"{job.name}-node-0-0.{job.name}"
     assert (env["PET_NNODES"], env["PET_NPROC_PER_NODE"], env["PET_MASTER_PORT"]) == ("2", "1", "29500")
     assert env["PET_NODE_RANK"] == {
@@ -127,28 +113,31 @@ def test_a_two_node_trainjob_meets_at_the_rendezvous_the_torch_plugin_names(
     assert launch.members == ["gpu-node-0", "gpu-node-1"]
 
 
-def test_a_host_scope_trainjob_measures_each_node_alone(api: ApiServer, tmp_path: Path) -> None:
-    install(api, *TRAINER)
-    job = trainjob("torch_gloo_allreduce", workers=2)
-    kube = submit(api, job)
+def test_a_host_scope_trainjob_measures_each_node_alone(k8s: Namespace, tmp_path: Path) -> None:
+    job = trainjob(k8s, "torch_gloo_allreduce", workers=2)
+    kube = submit(k8s, job)
     state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
-    assert state == "Succeeded", "\n".join(api.logs.values())[-3000:]
+    assert state == "Succeeded", k8s.logs()[-3000:]
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))
     results = evaluate_launch(launch, tmp_path / "run", measured)
     assert [(r.hosts, r.status) for r in results] == [(["gpu-node-0"], "pass"), (["gpu-node-1"], "pass")]
 
 
-def test_nccl_tests_go_through_the_mpi_runtime(api: ApiServer, tmp_path: Path) -> None:
+def test_nccl_tests_go_through_the_mpi_runtime_and_deleting_the_run_removes_all_it_made(
+    k8s: Namespace, tmp_path: Path
+) -> None:
     """The MPI plugin's hostfile and SSH key, the node pods (sshd: reported Running, never started here)
     before the launcher (dependsOn Ready), whose script runs for real: it reads the plugin's hostfile and
     runs mpirun node by node, each node's log and rc under the node its pod ran on. No node's sshd answers
     here, so every node's mpirun fails and the test fails, per node, as it must. The finished JobSet deletes
-    the node Job
-    (JobSet's jobSetFinished), so its sshd pods go."""
-    install(api, *TRAINER)
-    job = trainjob("nccl_tests_all_reduce", workers=2)
-    kube = submit(api, job)
+    the node Job (JobSet's jobSetFinished), so its sshd pods go.
+    Then teardown's delete, which names trainjobs (and the v1 kinds only where served: the shared double
+    serves pytorchjobs, not mpijobs): the garbage collector takes the JobSet, its Jobs and pods, and the MPI
+    plugin's Secret and hostfile with the TrainJob; the ClusterTrainingRuntime stays."""
+    runtimes = {o["metadata"]["name"] for o in k8s.api.objects("clustertrainingruntimes")}
+    job = trainjob(k8s, "nccl_tests_all_reduce", workers=2)
+    kube = submit(k8s, job)
     state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
     assert state == "Failed"
@@ -157,20 +146,20 @@ def test_nccl_tests_go_through_the_mpi_runtime(api: ApiServer, tmp_path: Path) -
         ("node", f"{job.name}-node-0-0", "Deleted"),  # seen Running, then gone with the finished JobSet
         ("node", f"{job.name}-node-0-1", "Deleted"),
     ]
-    assert {o["metadata"]["name"] for o in api.objects("jobs", "pav")} == {f"{job.name}-launcher-0"}
+    assert {o["metadata"]["name"] for o in k8s.objects("jobs")} == {f"{job.name}-launcher-0"}
     hostfile = next(
-        o for o in api.objects("configmaps", "pav") if o["metadata"]["name"] == f"{job.name}-mpi-hostfile"
+        o for o in k8s.objects("configmaps") if o["metadata"]["name"] == f"{job.name}-mpi-hostfile"
     )
     assert hostfile["data"]["hostfile"] == "".join(
         f"{job.name}-node-0-{i}.{job.name} slots=8\n" for i in (0, 1)
     )
-    launcher = next(o for o in api.objects("pods", "pav") if "launcher" in o["metadata"]["name"])
+    launcher = next(o for o in k8s.objects("pods") if "launcher" in o["metadata"]["name"])
     env = env_of(launcher)
     assert (
         env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
         and env["OMPI_MCA_orte_set_default_slots"] == "8"
     )
-    root = tmp_path / "api" / "pods" / "pav" / launcher["metadata"]["name"]
+    root = k8s.pods / launcher["metadata"]["name"]
     assert sorted(p.name for p in (root / "root" / ".ssh").iterdir()) == [
         "authorized_keys",
         "id_rsa",
@@ -183,57 +172,66 @@ def test_nccl_tests_go_through_the_mpi_runtime(api: ApiServer, tmp_path: Path) -
         folder = tmp_path / "run" / "hosts" / node / "results" / job.test
         assert (folder / "launcher.rc").read_text().strip() != "0"
 
-
-def test_a_trainjob_past_its_deadline_fails_and_its_pods_go(api: ApiServer) -> None:
-    """activeDeadlineSeconds is the test's timeout: past it the Trainer fails the TrainJob (DeadlineExceeded)
-    and deletes its JobSet, so the driver is not left waiting for pods that never end."""
-    install(api, *TRAINER)
-    job = dataclasses.replace(trainjob("torch_gloo_allreduce", workers=2), timeout_s=2, script="sleep 300")
-    kube = submit(api, job)
-    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
-    assert state == "Failed" and {p.phase for p in pods} == {"Deleted"}
-    (failed,) = api.objects("trainjobs")[0]["status"]["conditions"]
-    assert (failed["type"], failed["reason"]) == ("Failed", "DeadlineExceeded")
-    assert api.objects("jobsets") == [] and api.objects("pods", "pav") == []
-
-
-def test_deleting_the_run_removes_the_trainjob_and_all_it_made(api: ApiServer) -> None:
-    """Teardown's delete names trainjobs (and the v1 kinds only where served); the garbage collector takes
-    the JobSet, its Jobs and pods, and the MPI plugin's Secret and hostfile with the TrainJob."""
-    install(api, *TRAINER)
-    job = trainjob("nccl_tests_all_reduce", workers=2)
-    kube = submit(api, job)
-    jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
     selector = f"pav-run-id={render.run_label('r1')}"
     assert jobs.delete(kube, selector) == f"deleted 1 object(s) labelled {selector}"
     for plural in ("trainjobs", "jobsets", "jobs", "pods", "secrets"):
-        assert api.objects(plural, "pav") == [], plural
-    assert [o["metadata"]["name"] for o in api.objects("configmaps", "pav")] == []
-    assert len(api.objects("clustertrainingruntimes")) == 1  # the runtime stays: other runs may use it
+        assert k8s.objects(plural) == [], plural
+    assert [o["metadata"]["name"] for o in k8s.objects("configmaps")] == []
+    # the runtime stays: other runs may use it
+    assert {o["metadata"]["name"] for o in k8s.api.objects("clustertrainingruntimes")} == runtimes | {
+        job.runtime
+    }
+
+
+def test_a_trainjob_past_its_deadline_fails_and_its_pods_go(k8s: Namespace) -> None:
+    """activeDeadlineSeconds is the test's timeout: past it the Trainer fails the TrainJob (DeadlineExceeded)
+    and deletes its JobSet, so the driver is not left waiting for pods that never end."""
+    job = dataclasses.replace(
+        trainjob(k8s, "torch_gloo_allreduce", workers=2), timeout_s=2, script="sleep 300"
+    )
+    kube = submit(k8s, job)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    assert state == "Failed" and {p.phase for p in pods} == {"Deleted"}
+    (failed,) = k8s.objects("trainjobs")[0]["status"]["conditions"]
+    assert (failed["type"], failed["reason"]) == ("Failed", "DeadlineExceeded")
+    assert k8s.objects("jobsets") == [] and k8s.objects("pods") == []
 
 
 @pytest.mark.parametrize(
-    ("manifests", "setting", "chosen"),
+    ("manifests", "setting", "chosen", "served_words"),
     [
-        ((), "auto", job_api.TRAINER),  # a fresh cluster: the run installs Kubeflow Trainer v2
-        ((), "v1", job_api.V1),
-        (("v1",), "auto", job_api.V1),  # only the v1 kinds: they run as today
-        (("v1", "trainer"), "auto", job_api.TRAINER),
-        (("v1", "trainer"), "v1", job_api.V1),
-        (("trainer",), "auto", job_api.TRAINER),
+        ((), "auto", job_api.TRAINER, "neither"),  # a fresh cluster: the run installs Kubeflow Trainer v2
+        ((), "v1", job_api.V1, "neither"),
+        (("v1",), "auto", job_api.V1, "v1"),  # only the v1 kinds: they run as today
+        (("v1", "trainer"), "auto", job_api.TRAINER, "trainer, v1"),
+        (("v1", "trainer"), "v1", job_api.V1, "trainer, v1"),
+        (("trainer",), "auto", job_api.TRAINER, "trainer"),
     ],
 )
 def test_which_api_a_cluster_gets(
-    api: ApiServer, manifests: tuple[str, ...], setting: str, chosen: str
+    api: ApiServer, manifests: tuple[str, ...], setting: str, chosen: str, served_words: str
 ) -> None:
-    install(api, *[m for name in manifests for m in (TRAINER if name == "trainer" else [V1])])
-    served = job_api.served(Kubectl(api.kubeconfig, "pav"))
+    """pav.k8s.job_api's decision, and the configure stage's record of it in results.json (k8s) as a run
+    against this cluster makes it (stages.choose_api through the real kubectl)."""
+    install(api, *[m for name in manifests for m in (TRAINER if name == "trainer" else [V1_OPERATOR])])
+    kube = Kubectl(api.kubeconfig, "pav")
+    served = job_api.served(kube)
     assert (served.trainer, served.v1) == ("trainer" in manifests, "v1" in manifests)
     assert job_api.choose(setting, served) == chosen
+    ctx = context(0, platform="k8s", tests=["torch_nccl_allreduce"])
+    ctx.settings = dataclasses.replace(
+        ctx.settings, k8s=dataclasses.replace(ctx.settings.k8s, job_api=setting)
+    )
+    assert stages.choose_api(ctx, kube) == chosen
+    assert ctx.results.k8s == {
+        "job_api": chosen,
+        "api": job_api.DESCRIBED[chosen],
+        "chosen_by": f"k8s_job_api: {setting}; the cluster served: {served_words}",
+    }
 
 
 def test_trainer_asked_of_a_cluster_without_it_names_the_fix(api: ApiServer) -> None:
-    install(api, V1)
+    install(api, V1_OPERATOR)
     served = job_api.served(Kubectl(api.kubeconfig, "pav"))
     with pytest.raises(PavError) as exc:
         job_api.require_served(job_api.TRAINER, served)

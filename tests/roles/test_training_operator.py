@@ -16,18 +16,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.k8s import conftest as k8s_conftest
 from tests.k8s.apiserver import ApiServer
 
 pytestmark = pytest.mark.slow  # real ansible-playbook runs
 
+# The double's fixtures (tests/k8s/conftest.py): `api`, a fresh cluster of the test's own.
+api, api_nodes = k8s_conftest.api, k8s_conftest.api_nodes
+
 REPO = Path(__file__).resolve().parents[2]
 RECAP = re.compile(r"^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiServer]:
-    with ApiServer(tmp_path / "api") as server:
-        yield server
 
 
 @pytest.fixture

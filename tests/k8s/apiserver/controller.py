@@ -30,7 +30,7 @@ class Controller:
 
     def __init__(self, store: Store, nodes: list[str]) -> None:
         self.store, self.nodes = store, nodes
-        self.created: set[str] = set()  # pod names, so a pod cleaned up is not made again
+        self.created: set[tuple[str, str]] = set()  # (namespace, pod): a pod cleaned up is not made again
         self.started: dict[str, float] = {}
         self.ended: dict[str, float] = {}
 
@@ -104,10 +104,11 @@ class Controller:
         pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
         if "nodeName" not in spec:
             fits, why = feasible(self.store, spec, self.nodes)
-            if fits:
-                spec["nodeName"] = fits[len(self.created) % len(fits)]
+            if fits:  # round-robin over the pods made in the namespace
+                made = sum(1 for ns, _ in self.created if ns == meta["namespace"])
+                spec["nodeName"] = fits[made % len(fits)]
             else:
                 unscheduled = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
                 pod["status"] = {"phase": "Pending", "conditions": [{**unscheduled, "message": why}]}
-        self.created.add(meta["name"])
+        self.created.add((meta["namespace"], meta["name"]))
         self.store.put(POD, pod)

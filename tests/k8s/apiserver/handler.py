@@ -17,7 +17,7 @@ from tests.k8s.apiserver.store import ApiError, Store
 
 class Handler(BaseHTTPRequestHandler):
     store: Store
-    logs: dict[str, str]  # pod name/container -> log text
+    logs: dict[str, str]  # namespace/pod/container -> log text
     requests: list[str]
     protocol_version = "HTTP/1.1"
 
@@ -85,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
         resource, namespace, name, sub = self._target(group, version, rest)
         if verb == "GET" and name and sub == "log":
             self.store.get(resource, namespace, name)  # a deleted pod's log is gone with it (404)
-            return self._text(self.logs.get(f"{name}/{query.get('container', '')}", ""))
+            return self._text(self.logs.get(f"{namespace}/{name}/{query.get('container', '')}", ""))
         if verb == "GET" and name:
             return 200, self.store.get(resource, namespace, name)
         if verb == "GET" and query.get("watch") in ("true", "1"):
@@ -242,7 +242,13 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def _parse(body: bytes) -> dict[str, Any]:
-    obj = yaml.safe_load(body.decode() or "{}")
+    """kubectl sends JSON, also for a server-side apply (whose content type says YAML): JSON is parsed as
+    JSON (YAML's parser takes seconds over the Trainer manifests); only a body that is not JSON as YAML."""
+    text = body.decode() or "{}"
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        obj = yaml.safe_load(text)
     if not isinstance(obj, dict):
         raise ApiError(400, "BadRequest", "the body of the request is not an object")
     return obj

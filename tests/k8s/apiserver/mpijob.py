@@ -77,7 +77,7 @@ class MPIJobController(Controller):
     def _worker(self, job: dict[str, Any], index: int, owned: dict[str, Any]) -> None:
         name = job["metadata"]["name"]
         pod_name = f"{name}-worker-{index}"
-        if pod_name in self.created:
+        if (job["metadata"]["namespace"], pod_name) in self.created:
             return
         template = copy.deepcopy(job["spec"]["mpiReplicaSpecs"]["Worker"]["template"])
         spec = template["spec"]

@@ -1,8 +1,9 @@
 """The kubelet the double plays: a pod whose container runs `bash`/`sh` is run for real on this machine,
 with only the environment its spec and the operator gave it. Each pod gets its own folder standing in for
 the container's filesystem (/tmp, /opt, /root, /etc/mpi and every volume mount are paths under it; ConfigMap
-and Secret volumes are written there), and a Service's DNS name resolves to 127.0.0.1 (every pod is on this
-host). A container that runs sshd (an MPIJob worker) is reported Running and never started: it would write
+and Secret volumes are written there). Each pod has an address of its own in the double's pod network
+(tests/k8s/apiserver/network.py), and a name the cluster DNS answers resolves to the address of the pod it
+names. A container that runs sshd (an MPIJob worker) is reported Running and never started: it would write
 this machine's /etc/ssh and take its port 22."""
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.k8s.apiserver.network import PodNetwork
 from tests.k8s.apiserver.resources import BUILTIN, Resource
-from tests.k8s.apiserver.store import Store
+from tests.k8s.apiserver.store import Store, matches_labels
 
 POD = next(r for r in BUILTIN if r.kind == "Pod")
 SERVICE = next(r for r in BUILTIN if r.kind == "Service")
@@ -31,7 +33,9 @@ CONTAINER_DIRS = ("/tmp", "/opt", "/root", "/etc/mpi", "/dev/shm")
 class Kubelet:
     def __init__(self, store: Store, root: Path, logs: dict[str, str]) -> None:
         self.store, self.root, self.logs = store, root, logs
-        self.threads: list[threading.Thread] = []
+        self.threads: list[tuple[str, threading.Thread]] = []  # (namespace, the pod's thread)
+        self.network = PodNetwork()
+        self.addresses: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its address
         self.stopping = False
         # FOR TESTING: nodes whose pods fail as on a node with a dead GPU (the container exits 1 at once).
         self.broken: set[str] = set()
@@ -39,23 +43,31 @@ class Kubelet:
 
     def stop(self) -> None:
         self.stopping = True
-        for t in self.threads:
+        for _, t in self.threads:
             t.join(timeout=10)
+        self.network.stop()
+
+    def wait(self, namespace: str) -> None:
+        """Until the processes of the namespace's pods have ended (its pods deleted: they are killed)."""
+        for ns, t in list(self.threads):
+            if ns == namespace:
+                t.join(timeout=30)
 
     def _on_write(self, resource: Resource, obj: dict[str, Any]) -> None:
         if resource.kind == "Pod" and not obj.get("status"):
             t = threading.Thread(target=self._run, args=(obj,), daemon=True)
-            self.threads.append(t)
+            self.threads.append((obj["metadata"]["namespace"], t))
             t.start()
 
     def _run(self, pod: dict[str, Any]) -> None:
         meta, spec = pod["metadata"], pod["spec"]
         ns, name = meta["namespace"], meta["name"]
+        self.addresses[(ns, name)] = self.network.address()
         root = self.root / ns / name
         mounts = self._volumes(ns, spec, root)
         main = spec["containers"][0]
         if spec.get("nodeName") in self.broken:
-            self.logs[f"{name}/{main['name']}"] = f"FOR TESTING: node {spec['nodeName']} is broken\n"
+            self.logs[f"{ns}/{name}/{main['name']}"] = f"FOR TESTING: node {spec['nodeName']} is broken\n"
             self._status(ns, name, "Failed", rc=1)
             return
         command = [*(main.get("command") or []), *(main.get("args") or [])]
@@ -104,7 +116,6 @@ class Kubelet:
         prefixes = sorted({*CONTAINER_DIRS, *mounts}, key=len, reverse=True)
         pattern = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, prefixes)) + r")(?=/|\b|$)")
         inside = lambda text: pattern.sub(lambda m: f"{root}{m.group(1)}", text)  # noqa: E731
-        services = {s["metadata"]["name"] for s in self.store.list(SERVICE, ns)}
         pod_obj = self.store.find(POD, ns, pod) or {}
         env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -117,18 +128,15 @@ class Kubelet:
                 if "valueFrom" in var
                 else str(var.get("value", ""))
             )
-            labels = value.split(".")
-            # A Service's name, or a pod's HOSTNAME.SUBDOMAIN under a headless Service (a JobSet's pods).
-            named = labels[0] in services or (len(labels) > 1 and labels[1] in services)
-            env[var["name"]] = "127.0.0.1" if named else inside(value)
+            env[var["name"]] = self._resolve(ns, value) or inside(value)
         for d in CONTAINER_DIRS:
             (root / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
         argv = [inside(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]]
         cwd = inside(c.get("workingDir") or "/tmp")
-        key = f"{pod}/{c['name']}"
+        key = f"{ns}/{pod}/{c['name']}"
         self.logs[key] = ""
         proc = subprocess.Popen(
-            argv,
+            [*self.network.enter(), *argv],
             env=env,
             cwd=cwd,
             stdout=subprocess.PIPE,
@@ -147,6 +155,33 @@ class Kubelet:
         reader.join(timeout=5)
         return proc.returncode
 
+    def _resolve(self, ns: str, value: str) -> str:
+        """The cluster DNS: a Service's name resolves to the address of the pod its selector picks (the first
+        by name), a pod's HOSTNAME.SUBDOMAIN under a headless Service (a JobSet's pods) to that pod's; "" for
+        a value that names neither. A pod not started yet has no address: asked again, as DNS is, a while."""
+        labels = value.split(".")
+        services = {s["metadata"]["name"]: s for s in self.store.list(SERVICE, ns)}
+        if labels[0] in services:
+            selector = (services[labels[0]].get("spec") or {}).get("selector") or {}
+            wanted = ",".join(f"{k}={v}" for k, v in selector.items())
+
+            def named(pod: dict[str, Any]) -> bool:
+                return bool(selector) and matches_labels(pod, wanted)
+        elif len(labels) > 1 and labels[1] in services:
+
+            def named(pod: dict[str, Any]) -> bool:
+                return (pod["spec"].get("hostname"), pod["spec"].get("subdomain")) == (labels[0], labels[1])
+        else:
+            return ""
+        deadline = time.monotonic() + 60
+        while not self.stopping and time.monotonic() < deadline:
+            for pod in self.store.list(POD, ns):
+                address = self.addresses.get((ns, pod["metadata"]["name"]))
+                if named(pod) and address:
+                    return address
+            time.sleep(0.1)
+        return value  # no pod answers to the name: it resolves to nothing, as on a real cluster
+
     def _read(self, proc: subprocess.Popen[str], key: str) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -162,7 +197,14 @@ class Kubelet:
         if live is None:
             return
         statuses = [{"name": c["name"], "state": state, "ready": running} for c in live["spec"]["containers"]]
-        self.store.update_status(POD, ns, pod, {"phase": phase, "containerStatuses": statuses})
+        address = self.addresses[(ns, pod)]
+        status = {
+            "phase": phase,
+            "podIP": address,
+            "podIPs": [{"ip": address}],
+            "containerStatuses": statuses,
+        }
+        self.store.update_status(POD, ns, pod, status)
 
 
 def _field(pod: dict[str, Any], path: str) -> str:

@@ -97,7 +97,7 @@ class PyTorchJobController(Controller):
         for rtype, replica in job["spec"]["pytorchReplicaSpecs"].items():
             for i in range(replica["replicas"]):
                 pod_name = f"{name}-{rtype.lower()}-{i}"
-                if self.store.find(POD, ns, pod_name) is not None or pod_name in self.created:
+                if self.store.find(POD, ns, pod_name) is not None or (ns, pod_name) in self.created:
                     continue
                 labels = {
                     **(replica["template"].get("metadata", {}).get("labels") or {}),

@@ -147,6 +147,8 @@ class Store:
                 for k, o in self.objects.items()
                 if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])
             ]
+            if resource.kind == "Namespace":  # the namespace controller: all that is in it goes with it
+                owned += [(k, self.types[k]) for k in self.objects if k[2] == name]
         for key, kind in owned:  # the garbage collector: what the object owned goes with it (a job's pods)
             if self.find(kind, key[2], key[3]) is not None:
                 self.delete(kind, key[2], key[3])
