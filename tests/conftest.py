@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.docs_quotes import assert_documented
+from tests.report.prom import PUSHGATEWAY, daemon, scrape
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = ROOT / "payload"  # pav_payload, importable in tests through pytest's pythonpath
@@ -115,6 +118,12 @@ class LocalRun:
     output: str
     root: Path
     run_dir: Path
+    stdout: str
+    # Its metrics (tests/report/test_metrics_daemons.py): the --metrics-textfile folder, and what the
+    # --pushgateway held right after the run ("" where the gateway is not installed: that test fails so).
+    textfiles: Path
+    gateway: str = ""
+    pushed: str = ""
 
     @property
     def results(self) -> dict[str, Any]:
@@ -145,10 +154,22 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
 
     Its results root (PAV_RESULTS_ROOT, so also its default run dir) holds earlier runs of the env whose
     busbw the real run cannot reach: the run's own report stage must find them and flag the drop.
+
+    It exports its metrics too, as an operator's run would: a textfile for node_exporter and a push to a
+    real pushgateway, up for the run and scraped right after it (issue 49: one real run, not a second one).
     """
     root = tmp_path_factory.mktemp("results-root")
     _earlier_runs(root)
-    run = run_cli("--env", "local", env={"PAV_RESULTS_ROOT": str(root)})
+    textfiles = tmp_path_factory.mktemp("textfiles")
+    env = {"PAV_RESULTS_ROOT": str(root)}
+    with ExitStack() as stack:
+        # Debian's pushgateway persists to /var/lib by default: nothing here.
+        up = shutil.which(PUSHGATEWAY) is not None
+        gateway = stack.enter_context(daemon(PUSHGATEWAY, "--persistence.file=")) if up else ""
+        metrics = ("--metrics-textfile", str(textfiles), *(("--pushgateway", gateway) if gateway else ()))
+        run = run_cli("--env", "local", *metrics, env=env)
+        pushed = scrape(gateway) if gateway else ""
     run_dirs = [p for p in root.iterdir() if p.name not in EARLIER_IDS]
     assert len(run_dirs) == 1, (run_dirs, run.stdout, run.stderr)
-    return LocalRun(run.rc, run.stdout + run.stderr, root, run_dirs[0])
+    output = run.stdout + run.stderr
+    return LocalRun(run.rc, output, root, run_dirs[0], run.stdout, textfiles, gateway, pushed)

@@ -13,7 +13,7 @@ from pav_payload import sdc
 from pav_payload.burn import BurnConfig, Window, attach_samples
 from pav_payload.burn_sampler import Sample, Sampler
 
-from tests.payload.test_payload import TORCHRUN, _load, _run
+from tests.payload.test_payload import TORCHRUN, Launched, _load, _run, suite
 
 SDC_SMALL = ("--sdc-n", "32", "--sdc-layers", "3", "--sdc-reps", "4")
 BURN_SMALL = ("--window-s", "1", "--sample-s", "0.5", "--gemm-n", "64", "--hbm-mib", "1",
@@ -25,6 +25,36 @@ def ranks(out: Path, nproc: int, *args: str) -> tuple[subprocess.CompletedProces
     args = (*args, "--test-id", args[0])
     proc = _run([*launcher, *args], out)
     return proc, [_load(out, args, rank) for rank in range(nproc)]
+
+
+# The 2-rank torchrun launches of this module, one suite launch (pav_payload suite, as test_payload's, issue
+# 49): keyed by the test that reads it, each with its own args, rank reports and exit code (the worst over
+# its ranks, what a launch of its own exits with). The 3-rank launch keeps a launch of its own.
+SUITE: dict[str, tuple[str, ...]] = {
+    "test_burn_windows_on_two_cpu_ranks": ("burn", "--duration-s", "3", *BURN_SMALL),
+    "test_sdc_fault_fails_the_named_rank_only": ("sdc", *SDC_SMALL, "--inject-sdc-gpu", "1"),
+    "test_sdc_two_gpus_disagreeing_have_no_majority": ("sdc", *SDC_SMALL, "--inject-sdc-gpu", "1",
+                                                       "--inject-sdc-rep", "-1"),
+    "test_burn_sdc_fault_names_start_and_end": ("burn", "--duration-s", "1", *BURN_SMALL,
+                                                "--inject-sdc-gpu", "0"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def launched(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Launched]:
+    """The suite launch of the tests of SUITE this session runs (the fast lane's one alone: -m "not slow"
+    leaves the others out, and so does their launch)."""
+    selected = {item.name for item in request.session.items if item.module is request.module}
+    tests = {name: (*args, "--test-id", args[0]) for name, args in SUITE.items() if name in selected}
+    proc, done = suite(tmp_path_factory.mktemp("suite"), tests)
+    assert proc.returncode == 0  # a test that passed or failed ends no suite; an error would
+    return done
+
+
+@pytest.fixture
+def launch(request: pytest.FixtureRequest, launched: dict[str, Launched]) -> Launched:
+    """This test's launch in the suite."""
+    return launched[request.node.name]
 
 
 # --- in process -------------------------------------------------------------------------------------------
@@ -120,9 +150,9 @@ def test_a_gpu_ranks_sampler_reads_the_kernel_log_here() -> None:
     assert sampled.xids == []  # nothing new in a tenth of a second, and no GPU of that bus id here
 
 
-def test_burn_windows_on_two_cpu_ranks(tmp_path: Path) -> None:
-    proc, reports = ranks(tmp_path, 2, "burn", "--duration-s", "3", *BURN_SMALL)
-    assert proc.returncode == 0, proc.stderr
+def test_burn_windows_on_two_cpu_ranks(launch: Launched) -> None:
+    reports = launch.reports
+    assert launch.code == 0
     for rank, report in enumerate(reports):
         m = report["metrics"]
         assert report["status"] == "pass" and report["kind"] == "burn"
@@ -137,9 +167,9 @@ def test_burn_windows_on_two_cpu_ranks(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_sdc_fault_fails_the_named_rank_only(tmp_path: Path) -> None:
-    proc, reports = ranks(tmp_path, 2, "sdc", *SDC_SMALL, "--inject-sdc-gpu", "1")
-    assert proc.returncode == 1
+def test_sdc_fault_fails_the_named_rank_only(launch: Launched) -> None:
+    reports = launch.reports
+    assert launch.code == 1
     assert reports[0]["status"] == "pass"
     assert reports[1]["status"] == "fail"
     assert reports[1]["reason"].startswith("SDC: local rank 1 (CPU): repetition 1 of 4 differs")
@@ -156,16 +186,16 @@ def test_sdc_gpu_wrong_every_time_is_the_hosts_minority(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_sdc_two_gpus_disagreeing_have_no_majority(tmp_path: Path) -> None:
-    proc, reports = ranks(tmp_path, 2, "sdc", *SDC_SMALL, "--inject-sdc-gpu", "1", "--inject-sdc-rep", "-1")
-    assert proc.returncode == 1
+def test_sdc_two_gpus_disagreeing_have_no_majority(launch: Launched) -> None:
+    reports = launch.reports
+    assert launch.code == 1
     assert "CPU rank 0 (no majority among the host's 2 CPU ranks)" in reports[1]["reason"]
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_burn_sdc_fault_names_start_and_end(tmp_path: Path) -> None:
-    proc, reports = ranks(tmp_path, 2, "burn", "--duration-s", "1", *BURN_SMALL, "--inject-sdc-gpu", "0")
-    assert proc.returncode == 1
+def test_burn_sdc_fault_names_start_and_end(launch: Launched) -> None:
+    reports = launch.reports
+    assert launch.code == 1
     assert reports[0]["status"] == "fail" and reports[1]["status"] == "pass"
     assert reports[0]["metrics"]["sdc_mismatches"] == 2
     assert "(the SDC check at the burn-in's start)" in reports[0]["reason"]

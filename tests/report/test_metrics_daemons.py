@@ -1,7 +1,7 @@
 """The metrics where operators read them: Debian's node_exporter reads the textfile --metrics-textfile
 writes, a real pushgateway takes what --pushgateway pushes; each is scraped over HTTP on loopback, as
 Prometheus would, and linted by promtool. The runs are the real GPU runs of the calibration record, and
-(slow) a real run of the CLI on --env local."""
+(slow) the session's real run of the CLI on --env local (tests/conftest.py's local_run)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from pav.reporting import metrics_export
 from pav.secrets.basic_auth import BasicAuth
-from tests.conftest import run_cli
+from tests.conftest import LocalRun, run_cli
 from tests.report.prom import (
     NODE_EXPORTER,
     PUSHGATEWAY,
@@ -152,25 +152,18 @@ def test_a_dead_gateway_is_a_failed_export_naming_the_fix() -> None:
 
 
 @pytest.mark.slow
-def test_a_real_local_run_reaches_node_exporter_and_the_pushgateway(tmp_path: Path) -> None:
-    """The CLI end to end on --env local (one CPU test): its metrics served by node_exporter and held by the
-    pushgateway, both scraped over HTTP, with the verdict and the end its results.json records."""
-    textfiles = tmp_path / "textfiles"
-    textfiles.mkdir()
-    run_dir = tmp_path / "run"
-    with gateway() as url:
-        run = run_cli(
-            "--env", "local", "--tests", "torch_gloo_allreduce", "--run-dir", str(run_dir),
-            "--results-root", str(tmp_path / "root"),
-            "--metrics-textfile", str(textfiles), "--pushgateway", url,
-        )  # fmt: skip
-        pushed = parse(scrape(url))
-    assert run.rc == 0, run.stdout + run.stderr
-    assert f"metrics: textfile {textfiles / 'pav-local.prom'}: " in run.stdout
-    assert f"metrics: pushgateway {url}: 2 groups pushed" in run.stdout
-    results = run.results(run_dir)
+def test_a_real_local_run_reaches_node_exporter_and_the_pushgateway(local_run: LocalRun) -> None:
+    """The CLI end to end on --env local (the session's real run, tests/conftest.py, with --metrics-textfile
+    and --pushgateway): its metrics served by node_exporter and held by the pushgateway, both scraped over
+    HTTP, with the verdict and the end its results.json records."""
+    url = local_run.gateway or binary(PUSHGATEWAY)  # not installed: the run pushed nowhere; fail saying so
+    assert local_run.rc == 0, local_run.output
+    assert f"metrics: textfile {local_run.textfiles / 'pav-local.prom'}: " in local_run.stdout
+    assert f"metrics: pushgateway {url}: 2 groups pushed" in local_run.stdout
+    pushed = parse(local_run.pushed)
+    results = local_run.results
     ended = datetime.fromisoformat(results["ended"].replace("Z", "+00:00")).timestamp()
-    with node_exporter(textfiles) as exporter:
+    with node_exporter(local_run.textfiles) as exporter:
         served = parse(scrape(exporter))
     for series, where in ((served, {"env": "local"}), (pushed, {"job": "pav", "env": "local"})):
         assert one(series, "pav_run_verdict", **where, verdict="PASS") == 1
