@@ -20,7 +20,8 @@ What those tests lean on in a torchrun launch, this launch does the same way:
   ``wrong_total``). A rank that never sends holds all the others in it, as a torch collective does.
 
 Faults: ``--hang R``: rank R ignores SIGTERM and stops before the collective (only SIGKILL ends it);
-``--exit R``: rank R exits with code 3 after connecting to the collective. Only the standard library.
+``--exit R``: rank R exits with code 3 after connecting to the collective, once its node's other ranks have
+written their first report. Only the standard library.
 """
 
 import argparse
@@ -188,10 +189,11 @@ class Terminated(Exception):
 def run_rank(args: argparse.Namespace) -> int:
     info = RankInfo.from_env()
     report = _begin(args, info)
-    # Written first so that a rank that dies without a Python exception still leaves an "error" behind.
-    _write(report, Path(args.out))
     try:
         with _sigterm_raises():
+            # Written first so that a rank that dies without a Python exception still leaves an "error"
+            # behind; under the SIGTERM handler, so a rank whose report exists reports a SIGTERM too.
+            _write(report, Path(args.out))
             status, reason, metrics = _collective(args, info)
     except BaseException as exc:  # even KeyboardInterrupt or SystemExit must leave a report
         status, reason, metrics = "error", f"{type(exc).__name__}: {exc}", {}
@@ -207,6 +209,7 @@ def _collective(args: argparse.Namespace, info: RankInfo) -> tuple[str, str, dic
         _hang()
     conn = _connect(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), args.timeout_s)
     if args.exit == info.rank:
+        _await_local_peers(args, info)
         os._exit(EXIT_RC)
     conn.settimeout(args.timeout_s)
     started = time.perf_counter()
@@ -224,6 +227,17 @@ def _collective(args: argparse.Namespace, info: RankInfo) -> tuple[str, str, dic
     metrics = {"elements": ELEMENTS, "wrong": wrong, "time_us": round(elapsed_us, 1)}
     reason = f"{wrong} of {ELEMENTS} elements of the sum over {world} ranks wrong" if wrong else ""
     return ("fail" if wrong else "pass"), reason, metrics
+
+
+def _await_local_peers(args: argparse.Namespace, info: RankInfo) -> None:
+    """The node's other ranks have written their first report (so each takes a SIGTERM as its report's
+    reason): an exit before they started would kill them silently, a race on a loaded machine."""
+    first = info.node_rank * info.local_world_size
+    ranks = range(first, first + info.local_world_size)
+    peers = [Path(args.out) / f"{args.test_id}.rank{r}.json" for r in ranks]
+    deadline = time.monotonic() + args.timeout_s
+    while not all(p.exists() for p in peers) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _connect(addr: str, port: int, timeout_s: float) -> socket.socket:
