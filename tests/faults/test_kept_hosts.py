@@ -21,9 +21,11 @@ RECORD = ("results.json", "summary.txt", "junit.xml")  # byte for byte; report.h
 
 def test_kept_hosts_are_the_kept_runs_until_it_is_torn_down(sim_deps: None, sandbox: Sandbox) -> None:
     kept_dir = sandbox.run_dir("kept")
-    # Its test is plain Python ranks (pav_payload.plain, no torch): what is tested is whose the hosts are.
     one = ("--env", "sim", "--hosts", "1", "--tests", "fault_plain")
-    kept = sandbox.cli(*one, "--keep", run="kept")
+    # What is tested is whose the hosts are, not what runs on them: the kept run provisions, reports and
+    # keeps, no more (a configure and a validate would change nothing here; issue 49).
+    kept = sandbox.cli("--env", "sim", "--hosts", "1", "--stages", "provision,report,teardown", "--keep",
+                       run="kept")  # fmt: skip
     assert kept.rc == 0, kept.stdout + kept.stderr
     kept_id = sandbox.results("kept")["run_id"]
     [host] = sandbox.results("kept")["hosts"]
