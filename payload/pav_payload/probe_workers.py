@@ -78,12 +78,13 @@ def measure_per_gpu(
     return _merge(found)
 
 
-def _gather(workers: list[Any], results: Any) -> dict[int, dict[str, Any]]:
+def _gather(workers: list[Any], results: Any, poll_s: float = 5.0) -> dict[int, dict[str, Any]]:
+    """poll_s: how long a silent queue is waited on before the workers are looked at."""
     found: dict[int, dict[str, Any]] = {}
     stopped: list[int] = []  # workers that stopped because another broke the barrier: not the cause
     while len(found) + len(stopped) < len(workers):
         try:
-            position, payload = results.get(timeout=5)
+            position, payload = results.get(timeout=poll_s)
         except queue.Empty:
             done = set(found) | set(stopped)
             dead = [i for i, w in enumerate(workers) if i not in done and not w.is_alive()]

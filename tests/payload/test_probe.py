@@ -115,16 +115,16 @@ def test_a_worker_that_dies_is_named_by_its_gpu() -> None:
             return True
 
     with pytest.raises(WorkerFailed, match=r"GPU 1 exit -9 ended without a result"):
-        _gather([Alive(), Dead()], queue.Queue())  # type: ignore[list-item]
+        _gather([Alive(), Dead()], queue.Queue(), poll_s=0.01)  # type: ignore[list-item]
     # The GPU whose worker failed is named, not a peer that stopped waiting for it at the barrier.
     reports: queue.Queue[tuple[int, dict[str, str]]] = queue.Queue()
     reports.put((1, {"error": "BrokenBarrierError: "}))
     reports.put((0, {"error": "RuntimeError: CUDA error: an illegal memory access was encountered"}))
     with pytest.raises(WorkerFailed, match=r"^GPU 0: RuntimeError: CUDA error"):
-        _gather([Alive(), Alive()], reports)  # type: ignore[list-item]
+        _gather([Alive(), Alive()], reports, poll_s=0.01)  # type: ignore[list-item]
     reports.put((1, {"error": "BrokenBarrierError: "}))  # GPU 0's worker hangs: GPU 1 gave up waiting
     with pytest.raises(WorkerFailed, match=r"^GPU 0: did not finish a phase in 600 s"):
-        _gather([Alive(), Alive()], reports)  # type: ignore[list-item]
+        _gather([Alive(), Alive()], reports, poll_s=0.01)  # type: ignore[list-item]
 
 
 def test_arithmetic() -> None:
