@@ -33,14 +33,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from pav_payload.env import RankInfo
+from pav_payload.terminate import sigterm_raises
 
 KIND = "plain"
 SCHEMA_VERSION = 1  # pav_payload.report's
@@ -182,15 +181,11 @@ def _stop(ranks: list[subprocess.Popen[bytes]]) -> None:
 # A rank.
 
 
-class Terminated(Exception):
-    pass
-
-
 def run_rank(args: argparse.Namespace) -> int:
     info = RankInfo.from_env()
     report = _begin(args, info)
     try:
-        with _sigterm_raises():
+        with sigterm_raises():
             # Written first so that a rank that dies without a Python exception still leaves an "error"
             # behind; under the SIGTERM handler, so a rank whose report exists reports a SIGTERM too.
             _write(report, Path(args.out))
@@ -257,20 +252,6 @@ def _hang() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
         time.sleep(60)
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """The agent SIGTERMs the other ranks when one fails: make that an exception, so the report says so."""
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _terminate(signum: int, _frame: FrameType | None) -> None:
-    raise Terminated(f"received {signal.Signals(signum).name}")
 
 
 def _begin(args: argparse.Namespace, info: RankInfo) -> dict[str, Any]:

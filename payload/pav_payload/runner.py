@@ -1,20 +1,17 @@
 """Runs one subcommand body so that every rank always leaves a report and a meaningful exit code."""
 
 import argparse
-import signal
 import sys
-import threading
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from pav_payload.env import RankInfo
 from pav_payload.report import Report, write_report
 from pav_payload.session import Session
+from pav_payload.terminate import sigterm_raises
 
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
 UNFINISHED = "rank started but did not finish (killed, crashed or hung)"
@@ -28,10 +25,6 @@ class Outcome:
 
 
 Body = Callable[[argparse.Namespace, Session], Outcome]
-
-
-class Terminated(Exception):
-    pass
 
 
 def run(kind: str, args: argparse.Namespace, body: Body) -> int:
@@ -51,7 +44,7 @@ def run_in(session: Session, kind: str, args: argparse.Namespace, body: Body) ->
     report.reason = UNFINISHED
     write_report(report, out_dir)
     try:
-        with _sigterm_raises():
+        with sigterm_raises():
             outcome = body(args, session)
         report.finish(outcome.status, outcome.reason, outcome.metrics)
     except BaseException as exc:  # even KeyboardInterrupt or SystemExit must leave a report
@@ -65,28 +58,6 @@ def run_in(session: Session, kind: str, args: argparse.Namespace, body: Body) ->
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in vars(args).items() if not callable(value)}
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """torchrun SIGTERMs the other ranks when one fails: make that an exception, so the report says so.
-
-    Signals reach Python only between bytecodes: a rank blocked inside a collective keeps its provisional
-    report instead. Outside the body the default action is back, so a late SIGTERM cannot break off the
-    final report half written.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _terminate(signum: int, _frame: FrameType | None) -> None:
-    raise Terminated(f"received {signal.Signals(signum).name}")
 
 
 def log_outcome(report: Report, code: int) -> None:
