@@ -34,17 +34,15 @@ import sys
 import threading
 import time
 from contextlib import suppress
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pav_payload.env import RankInfo
+from pav_payload.report import UNFINISHED, Report, write_report
 from pav_payload.terminate import sigterm_raises
 
 KIND = "plain"
-SCHEMA_VERSION = 1  # pav_payload.report's
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}  # pav_payload.runner's
-UNFINISHED = "rank started but did not finish (killed, crashed or hung)"
 GRACE_S = 30.0  # torchrun's: between the SIGTERM to its ranks and the SIGKILL of those left
 ELEMENTS = 64  # of each rank's vector in the collective
 POLL_S = 0.1
@@ -183,17 +181,19 @@ def _stop(ranks: list[subprocess.Popen[bytes]]) -> None:
 
 def run_rank(args: argparse.Namespace) -> int:
     info = RankInfo.from_env()
-    report = _begin(args, info)
+    params = {k: v for k, v in vars(args).items() if k != "as_rank"}
+    report = Report.begin(args.test_id, KIND, info, params, torch_version=None)  # no torch, no device
+    report.reason = UNFINISHED
     try:
         with sigterm_raises():
             # Written first so that a rank that dies without a Python exception still leaves an "error"
             # behind; under the SIGTERM handler, so a rank whose report exists reports a SIGTERM too.
-            _write(report, Path(args.out))
+            write_report(report, Path(args.out))
             status, reason, metrics = _collective(args, info)
     except BaseException as exc:  # even KeyboardInterrupt or SystemExit must leave a report
         status, reason, metrics = "error", f"{type(exc).__name__}: {exc}", {}
-    report.update(status=status, reason=reason, metrics=metrics, ended=_now())
-    _write(report, Path(args.out))
+    report.finish(status, reason, metrics)
+    write_report(report, Path(args.out))
     detail = f": {reason}" if reason else ""
     print(f"pav_payload.plain {args.test_id} rank {info.rank}: {status}{detail}", file=sys.stderr, flush=True)
     return EXIT_CODES[status]
@@ -252,45 +252,6 @@ def _hang() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
         time.sleep(60)
-
-
-def _begin(args: argparse.Namespace, info: RankInfo) -> dict[str, Any]:
-    """pav_payload.report.Report's fields, in its order; a plain rank has no torch and no device."""
-    return {
-        "test_id": args.test_id,
-        "kind": KIND,
-        "rank": info.rank,
-        "world_size": info.world_size,
-        "local_rank": info.local_rank,
-        "local_world_size": info.local_world_size,
-        "node_rank": info.node_rank,
-        "hostname": socket.gethostname(),
-        "started": _now(),
-        "params": {k: v for k, v in vars(args).items() if k != "as_rank"},
-        "status": "error",
-        "reason": UNFINISHED,
-        "ended": None,
-        "backend": None,
-        "device": None,
-        "device_name": None,
-        "torch_version": None,
-        "nccl_version": None,
-        "metrics": {},
-        "schema_version": SCHEMA_VERSION,
-    }
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def _write(report: dict[str, Any], out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{report['test_id']}.rank{report['rank']}.json"
-    # Write then rename, so a reader (or a kill mid-write) never sees half a file.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

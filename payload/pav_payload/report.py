@@ -7,15 +7,17 @@ import socket
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from pav_payload.env import RankInfo
-from pav_payload.runtime import DeviceInfo
+
+if TYPE_CHECKING:  # runtime imports torch; a report needs none (pav_payload.plain's ranks have none)
+    from pav_payload.runtime import DeviceInfo
 
 SCHEMA_VERSION = 1
 STATUSES = ("pass", "fail", "error")
+# A rank's first report, written as it starts: what stays if it never ends.
+UNFINISHED = "rank started but did not finish (killed, crashed or hung)"
 
 
 @dataclass
@@ -36,13 +38,15 @@ class Report:
     backend: str | None = None
     device: str | None = None
     device_name: str | None = None
-    torch_version: str = torch.__version__
+    torch_version: str | None = None
     nccl_version: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
-    def begin(cls, test_id: str, kind: str, info: RankInfo, params: dict[str, Any]) -> "Report":
+    def begin(
+        cls, test_id: str, kind: str, info: RankInfo, params: dict[str, Any], torch_version: str | None
+    ) -> "Report":
         return cls(
             test_id=test_id,
             kind=kind,
@@ -54,9 +58,10 @@ class Report:
             hostname=socket.gethostname(),
             started=utc_now(),
             params=params,
+            torch_version=torch_version,
         )
 
-    def set_device(self, info: DeviceInfo) -> None:
+    def set_device(self, info: "DeviceInfo") -> None:
         self.backend = info.backend
         self.device = info.device
         self.device_name = info.device_name

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from pav_payload.env import RankInfo
-from pav_payload.report import Report, write_report
+from pav_payload.report import UNFINISHED, Report, write_report
 from pav_payload.session import Session
 from pav_payload.terminate import sigterm_raises
 
 EXIT_CODES = {"pass": 0, "fail": 1, "error": 2}
-UNFINISHED = "rank started but did not finish (killed, crashed or hung)"
 
 
 @dataclass
@@ -39,7 +40,7 @@ def run(kind: str, args: argparse.Namespace, body: Body) -> int:
 def run_in(session: Session, kind: str, args: argparse.Namespace, body: Body) -> Report:
     """Run a body in a session that may outlive it (a suite); the report is on disk when this returns."""
     out_dir = Path(args.out)
-    report = Report.begin(args.test_id, kind, session.info, _params(args))
+    report = Report.begin(args.test_id, kind, session.info, _params(args), torch.__version__)
     # Written first so that a rank that dies without a Python exception still leaves an "error" behind.
     report.reason = UNFINISHED
     write_report(report, out_dir)
