@@ -55,11 +55,7 @@ class PodNetwork:
         with self.lock:
             holder, self.holder = self.holder, None
         if holder is not None:
-            assert holder.stdin is not None
-            holder.stdin.close()
-            holder.wait(timeout=30)
-            assert holder.stdout is not None
-            holder.stdout.close()
+            _release(holder)
 
 
 def _hold() -> subprocess.Popen[str]:
@@ -71,6 +67,14 @@ def _hold() -> subprocess.Popen[str]:
         holder.wait()
         raise RuntimeError("the pods' network namespace did not come up")
     return holder
+
+
+def _release(holder: subprocess.Popen[str]) -> None:
+    """Close the holder's stdin: it exits, and the namespace with it once no pod is left in it."""
+    assert holder.stdin is not None and holder.stdout is not None
+    holder.stdin.close()
+    holder.wait(timeout=30)
+    holder.stdout.close()
 
 
 def _enter(pid: int) -> list[str]:
@@ -91,7 +95,4 @@ def isolated() -> bool:
     except OSError:
         return False
     finally:
-        assert holder.stdin is not None and holder.stdout is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()
+        _release(holder)
