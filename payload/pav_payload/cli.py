@@ -45,12 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="FOR TESTING ONLY: corrupt one element of every checked result on this rank",
     )
     coll.add_argument(
-        "--inject-wrong-host",
-        default="",
-        metavar="HOSTNAME",
-        help="FOR TESTING ONLY: as --inject-wrong, on every rank running on this host",
-    )
-    coll.add_argument(
         "--inject-hang",
         type=int,
         default=-1,

@@ -3,7 +3,6 @@
 import argparse
 import os
 import signal
-import socket
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -75,9 +74,8 @@ def measure(op: str, size: int, layout: Layout, args: argparse.Namespace) -> OpR
     for _ in range(args.warmup):
         case.parts.run()
     times = summarize(time_iterations(case.parts.run, args.iters, layout.device))
-    # test-only fault injection: a rank (--inject-wrong) or a whole host (--inject-wrong-host)
-    corrupt = args.inject_wrong == layout.rank or args.inject_wrong_host == socket.gethostname()
-    wrong = verify(case, corrupt=corrupt)
+    # test-only fault injection (--inject-wrong): one rank's results
+    wrong = verify(case, corrupt=args.inject_wrong == layout.rank)
     return OpResult(
         op=op,
         size_bytes=case.size_bytes,

@@ -21,7 +21,9 @@ What those tests lean on in a torchrun launch, this launch does the same way:
 
 Faults: ``--hang R``: rank R ignores SIGTERM and stops before the collective (only SIGKILL ends it);
 ``--exit R``: rank R exits with code 3 after connecting to the collective, once its node's other ranks have
-written their first report. Only the standard library.
+written their first report; ``--wrong-host NAME``: every rank on the host of that name sends a wrong vector,
+so the whole world's sum is wrong, as a bad GPU or link spoils a collective for every rank in it (bad-node
+isolation re-runs the launch on subsets of hosts to find it). Only the standard library.
 """
 
 import argparse
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--master", default="", help="HOST:PORT of node 0's agent (needed with --nnodes > 1)")
     parser.add_argument("--hang", type=int, default=-1, metavar="RANK", help="this rank hangs, deaf to TERM")
     parser.add_argument("--exit", type=int, default=-1, metavar="RANK", help="this rank exits with code 3")
+    parser.add_argument("--wrong-host", default="", metavar="NAME", help="its ranks send wrong values")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="a rank's wait for the collective")
     parser.add_argument("--out", default=".", help="directory for <test-id>.rank<R>.json (default: .)")
     parser.add_argument("--test-id", default=KIND)
@@ -209,6 +212,8 @@ def _collective(args: argparse.Namespace, info: RankInfo) -> tuple[str, str, dic
     conn.settimeout(args.timeout_s)
     started = time.perf_counter()
     values = [info.rank + 1 + i for i in range(ELEMENTS)]
+    if args.wrong_host and args.wrong_host == socket.gethostname():
+        values = [v + 1 for v in values]
     conn.sendall((json.dumps({"rank": info.rank, "values": values}) + "\n").encode())
     line = conn.makefile("r").readline()
     elapsed_us = (time.perf_counter() - started) * 1e6

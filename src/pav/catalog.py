@@ -507,12 +507,13 @@ FAULT_TESTS: dict[str, TestSpec] = {
 
 
 def _fault_tests() -> dict[str, TestSpec]:
-    """FOR TESTING ONLY (bad-node isolation): the real cross-host collectives, with every rank on host
-    PAV_FAULT_HOST returning a wrong result, judged by the real test's gates."""
-    real = CATALOG["torch_gloo_collectives_multi"]
+    """FOR TESTING ONLY (bad-node isolation): a cross-host launch of plain ranks (no torch: the subject is
+    the isolation, not torch) in which every rank on host PAV_FAULT_HOST sends a wrong vector, judged by
+    torch_gloo_collectives_multi's gates as the other plain tests are by torch_gloo_allreduce's."""
+    host = os.environ.get("PAV_FAULT_HOST", "")
     wrong = TestSpec(
-        "fault_wrong_host_multi", "FOR TESTING: wrong results on host $PAV_FAULT_HOST", "torchrun", "cluster",
-        False, (*real.args, "--inject-wrong-host", os.environ.get("PAV_FAULT_HOST", "")), gates_of=real.name,
+        "fault_wrong_host_multi", "FOR TESTING: wrong results on host $PAV_FAULT_HOST", "plain", "cluster",
+        False, ("--wrong-host", host), gates_of="torch_gloo_collectives_multi",
     )  # fmt: skip
     return FAULT_TESTS | {wrong.name: wrong}
 

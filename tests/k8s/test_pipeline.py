@@ -24,9 +24,14 @@ from tests.k8s.conftest import V1_OPERATOR
 pytestmark = pytest.mark.slow
 
 SECRET = "t0ken-value-the-run-must-not-keep"
+# One GPU a node (a real Nebius preset): one rank a pod. Each rank imports torch (~1.5 CPU-s) to find
+# no CUDA; what is proven here is the pipeline, not the ranks a node holds (test_manifests checks those).
+# The preset has 16 vCPUs: fewer are kept back for the node than the default 20.
 SETTINGS = """\
 pav_platform: k8s
 pav_hosts: 2
+k8s_node_preset: 1gpu-16vcpu-200gb
+k8s_cpu_reserved: 4
 pav_tests: [torch_nccl_allreduce_multi, nccl_tests_all_reduce]
 pav_test_timeout_s: 300
 nccl_env_fabric: socket

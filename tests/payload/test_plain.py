@@ -145,6 +145,25 @@ def test_a_rank_that_exits_ends_the_others_and_the_agent_fails(tmp_path: Path) -
     assert (got[0]["status"], got[0]["reason"]) == ("error", "Terminated: received SIGTERM")
 
 
+def test_ranks_on_the_wrong_host_spoil_the_sum_for_every_rank(tmp_path: Path) -> None:
+    """--wrong-host names this machine: both ranks send wrong vectors and both fail, as a bad GPU spoils a
+    collective for the whole world (bad-node isolation, tests/faults/test_bad_node.py)."""
+    proc = agent(tmp_path, "--nproc", "2", "--wrong-host", socket.gethostname())
+    err = ended(proc, tmp_path)
+    assert proc.returncode == 1, err
+    got = reports(tmp_path)
+    assert {r: (g["status"], g["metrics"]["wrong"]) for r, g in got.items()} == {
+        0: ("fail", ELEMENTS), 1: ("fail", ELEMENTS),
+    }  # fmt: skip
+
+
+def test_another_hosts_name_leaves_the_sum_right(tmp_path: Path) -> None:
+    proc = agent(tmp_path, "--nproc", "2", "--wrong-host", socket.gethostname() + "-not")
+    err = ended(proc, tmp_path)
+    assert proc.returncode == 0, err
+    assert {g["status"] for g in reports(tmp_path).values()} == {"pass"}
+
+
 def test_two_nodes_meet_in_one_collective(tmp_path: Path) -> None:
     """Node 1 starts first and waits for node 0's agent; the ranks are numbered across nodes."""
     with socket.socket() as free:

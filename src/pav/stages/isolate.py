@@ -19,8 +19,9 @@ from pav.stages import collect, report, validate
 
 FAILED = ("fail", "error")
 # Launches whose every host runs torchrun: each pair gets its own rendezvous. mpirun tests start from one
-# host over the cluster's fixed hostfile, so they are not re-run per pair.
-ISOLABLE_LAUNCHERS = ("torchrun",)
+# host over the cluster's fixed hostfile, so they are not re-run per pair. The FOR TESTING plain launch
+# (pav_payload.plain) is started as torchrun's is, an agent on every host meeting at node 0's.
+ISOLABLE_LAUNCHERS = ("torchrun", "plain")
 ROUND_COLLECTS = {"pav_validate_collects": True, "collect_unpack": False}  # the collect stage unpacks
 
 
