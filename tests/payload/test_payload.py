@@ -78,12 +78,6 @@ def _run(argv: list[str], out: Path | None, timeout: int = 120) -> subprocess.Co
     return proc
 
 
-def torchrun(out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Reports]:
-    launcher = [str(TORCHRUN), "--standalone", f"--nproc_per_node={NPROC}", "-m", "pav_payload"]
-    proc = _run([*launcher, *args], out)
-    return proc, [_load(out, args, rank) for rank in range(NPROC)]
-
-
 @dataclass(frozen=True)
 class Launched:
     """One test of a suite launch: its exit code (the worst over its ranks: what a launch of its own would
@@ -235,8 +229,8 @@ def test_train_flag_conflicts_rejected(argv: tuple[str, ...]) -> None:
 
 
 # The torchrun launches of this module that end in pass or fail, as one suite launch (issue 49): each test's
-# own args, reports and exit code, as its own launch would give them. A launch of its own is still what
-# test_collectives_wrong_result_fails (a failing launch's exit code) and tests/payload/test_burn.py run.
+# own args, reports and exit code, as its own launch would give them. That a failing rank's exit code comes
+# out of torchrun is proven by tests/payload/test_burn.py's 3-rank launch of its own.
 FSDP_DIMS = ("--d-model", "64", "--layers", "2", "--seq-len", "16", "--batch-size", "8")
 SUITE: dict[str, tuple[str, ...]] = {
     "collectives": ("collectives", "--ops", ",".join(OPS), "--sizes", "1K,64K,6", "--warmup", "1",
@@ -248,6 +242,7 @@ SUITE: dict[str, tuple[str, ...]] = {
                  "--d-model", "8", "--image-size", "32", "--batch-size", "8"),
     "diverged_ddp": ("train", "--mode", "ddp", "--steps", "3", "--inject-param-skew", "1"),
     "diverged_fsdp": ("train", "--mode", "fsdp", "--steps", "3", "--inject-param-skew", "1"),
+    "wrong_result": ("collectives", "--ops", "all_reduce,all_to_all", "--inject-wrong", "1"),
 }  # fmt: skip
 
 
@@ -311,10 +306,10 @@ def test_collectives_busbw_factors(collectives: tuple[int | None, Reports]) -> N
 
 
 @pytest.mark.slow  # real payload processes (torchrun)
-def test_collectives_wrong_result_fails(tmp_path: Path) -> None:
-    proc, reports = torchrun(tmp_path, "collectives", "--ops", "all_reduce,all_to_all", "--inject-wrong", "1")
-    assert proc.returncode != 0
-    healthy, corrupted = reports
+def test_collectives_wrong_result_fails(launched: dict[str, Launched]) -> None:
+    test = launched["wrong_result"]
+    assert test.code == 1  # fail: what a launch of its own exits with
+    healthy, corrupted = test.reports
     assert healthy["status"] == "pass"
     assert corrupted["status"] == "fail" and "wrong results in 6 of 6 checks" in corrupted["reason"]
     assert all(r["wrong"] == 1 for r in corrupted["metrics"]["results"])
