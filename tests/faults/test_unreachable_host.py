@@ -91,9 +91,12 @@ def test_unreachable_host_stops_the_run(deaf: Deaf) -> None:
     assert results["hosts"][host1]["status"] == "unreachable"
     stages = {s["name"]: s for s in results["stages"]}
     assert stages["configure"]["status"] == "failed"
-    # The preflight stopped every host at its first task: the reachable one was not configured for nothing
-    # (a configure goes on to deploy the payload into this run's own folder, a change on any host).
+    # The preflight stopped every host at its first task: the reachable one was not configured for nothing.
+    # Its changes alone would not show that here (the run before configured it: a configure again changes
+    # little), its task counts do: the probe ran, the stop failed it, no task came after.
     assert results["hosts"][host0]["changes"] == []
+    counts = results["hosts"][host0]["ansible"]["configure"]
+    assert (counts.get("ok"), counts.get("failures"), counts.get("changed", 0)) == (1, 1, 0), counts
     assert "validate" not in stages
     assert stages["teardown"]["status"] == "ok" and len(results["destroyed"]) == 3
     assert results["verdict"] == "ERROR" and results["tests"] == []
