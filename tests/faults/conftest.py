@@ -210,6 +210,12 @@ def launch_processes(run_id: str) -> list[int]:
     return found
 
 
+# A check reads every process's command line or environment (~2.5-5 ms of CPU here), and a test waits
+# minutes in all: at 10 polls a second that was 2.5-5% of a core all along (issue 49). What is waited for
+# lasts seconds at least (a host being made, ranks that hang, a playbook), so 4 a second still sees it.
+POLL_S = 0.25
+
+
 def wait_for(
     what: str, check: Callable[[], Any], timeout: float, proc: subprocess.Popen[str] | None = None
 ) -> Any:
@@ -222,7 +228,7 @@ def wait_for(
         if proc is not None and proc.poll() is not None:
             out, err = proc.communicate()
             pytest.fail(f"the driver exited ({proc.returncode}) before {what}:\n{out}\n{err}")
-        time.sleep(0.1)
+        time.sleep(POLL_S)
     pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
 
 

@@ -84,11 +84,12 @@ def test_on_an_env_that_provisions(sim_deps: None, sandbox: Sandbox) -> None:
 
 
 def test_on_static_hosts(configured: Configured, sandbox: Sandbox) -> None:
-    inventory = ("--inventory", str(configured.inventory(0, 1)))
+    # One host: the next run's first contact does on each host what it does on one (issue 49).
+    inventory = ("--inventory", str(configured.inventory(0)))
     proc = sandbox.start(*inventory, "--stages", "validate,collect,report,teardown", *HANG, run="killed")
     run_dir = sandbox.run_dir("killed")
     run_id = wait_for("the validate playbook", lambda: playbook_run_id(run_dir), 120, proc)
-    remote = [configured.remote_run_dir(i, run_id) for i in (0, 1)]
+    remote = [configured.remote_run_dir(0, run_id)]
     hung_then_killed(proc, run_dir, remote, run_id)
     assert sandbox.results("killed")["verdict"] == "ERROR"  # its record, though no stage of it ended
     assert launch_processes(run_id)  # on the hosts, out of the driver's reach: as the dead run left them
@@ -99,7 +100,7 @@ def test_on_static_hosts(configured: Configured, sandbox: Sandbox) -> None:
                   env=sandbox.env())  # fmt: skip
     assert nxt.rc == 0, nxt.stdout + nxt.stderr
     [next_dir] = sandbox.run_dir("next").iterdir()
-    ended = "ended without a teardown: killed its launches and removed its folder on 2 of 2 host(s)"
+    ended = "ended without a teardown: killed its launches and removed its folder on 1 of 1 host(s)"
     assert f"run {run_id} (pid {proc.pid}, " in nxt.stdout and ended in nxt.stdout, nxt.stdout
     assert launch_processes(run_id) == []
     assert not any(d.exists() for d in remote)

@@ -53,8 +53,9 @@ def finish_printed(
 @pytest.mark.parametrize("name", SIGNALS)
 def test_during_provision(sim_deps: None, sandbox: Sandbox, name: str) -> None:
     """Mid terraform apply: the apply is let finish (stopped, it would lose track of hosts it was making),
-    then everything in the state is destroyed."""
-    proc = sandbox.start("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce")
+    then everything in the state is destroyed. One host: what is cut is the apply, whatever it makes
+    (a second host would cost its making and destroying, and prove nothing more; issue 49)."""
+    proc = sandbox.start("--env", "sim", "--hosts", "1", "--tests", "torch_gloo_allreduce")
     sim_dir = str(sandbox.state / "sim")
     wait_for("a host being created", lambda: processes("sim-hosts host-up", sim_dir), 120, proc)
     send(proc, name)
@@ -65,14 +66,15 @@ def test_during_provision(sim_deps: None, sandbox: Sandbox, name: str) -> None:
 
 @pytest.mark.parametrize("name", SIGNALS)
 def test_during_configure(sim_deps: None, sandbox: Sandbox, name: str) -> None:
-    """Mid playbook: the playbook is cancelled, validate never starts, the hosts are destroyed."""
-    proc = sandbox.start("--env", "sim", "--hosts", "2", "--tests", "torch_gloo_allreduce")
+    """Mid playbook: the playbook is cancelled, validate never starts, the hosts are destroyed. One host: a
+    playbook is cancelled whole, whatever the hosts it runs on (issue 49)."""
+    proc = sandbox.start("--env", "sim", "--hosts", "1", "--tests", "torch_gloo_allreduce")
     events = sandbox.run_dir("run") / "ansible" / "configure" / "artifacts"
     wait_for("configure tasks", lambda: len(list(events.glob("*/job_events/*"))) > 5, 300, proc)
     send(proc, name)
     results = finish(proc, name, "configure", sandbox)
     assert "validate" not in {s["name"] for s in results["stages"]}
-    assert len(results["destroyed"]) == 3
+    assert len(results["destroyed"]) == 2 and "terraform_data.network" in results["destroyed"]
     assert sandbox.left(("run",)) == []
 
 
@@ -115,6 +117,10 @@ def changed_task(events: Path) -> str | None:
 # it is reported test by test). SIGTERM: plain Python ranks (pav_payload.plain, no torch), each test a
 # launch of its own, so what is cut is the launch after the one that finished.
 CUT = {"SIGINT": ("torch_gloo_allreduce", "fault_hang"), "SIGTERM": ("fault_plain", "fault_plain_hang")}
+# The hosts of each: the torch suite on host 0 alone (a suite is per host, and each host's torchrun and two
+# ranks are three torch imports; issue 49), the plain launches on hosts 0 and 1, where teardown is shown to
+# reach every host.
+HOSTS = {"SIGINT": (0,), "SIGTERM": (0, 1)}
 
 
 @pytest.mark.parametrize("name", SIGNALS)
@@ -123,13 +129,14 @@ def test_during_validate(configured: Configured, sandbox: Sandbox, name: str) ->
     test that finished before the signal keeps its result, and teardown kills what the launch left
     running on every host and removes the run's folder there, through a second signal too."""
     done, hung = CUT[name]
-    proc = sandbox.start(*configured.validate(0, 1), "--tests", f"{done},{hung}", "--test-timeout", "300")
+    hosts = HOSTS[name]
+    proc = sandbox.start(*configured.validate(*hosts), "--tests", f"{done},{hung}", "--test-timeout", "300")
     run_id = wait_for("the validate playbook", lambda: playbook_run_id(sandbox.run_dir("run")), 120, proc)
-    remote = [configured.remote_run_dir(i, run_id) for i in (0, 1)]
+    remote = [configured.remote_run_dir(i, run_id) for i in hosts]
     started = lambda: all(len(list(d.glob(f"results/{hung}/*.rank*.json"))) == 2 for d in remote)  # noqa: E731
-    wait_for("every rank on both hosts", started, 300, proc)
+    wait_for("every rank on every host", started, 300, proc)
     suite = [(d / "results" / "pav_suites_1").is_dir() for d in remote]
-    assert suite == [name == "SIGINT"] * 2, suite  # the launch cut is a suite under SIGINT only
+    assert suite == [name == "SIGINT"] * len(hosts), suite  # the launch cut is a suite under SIGINT only
     send(proc, name)
     teardown = sandbox.run_dir("run") / "ansible" / "teardown"
     wait_for("the teardown playbook", teardown.exists, 300, proc)
@@ -137,7 +144,8 @@ def test_during_validate(configured: Configured, sandbox: Sandbox, name: str) ->
     results = finish(proc, name, "validate", sandbox)
     assert {s["name"]: s["status"] for s in results["stages"]}["collect"] == "ok"
     outcome = {(t["name"], t["hosts"][0]): (t["status"], t["reason"]) for t in results["tests"]}
-    for host in configured.names[:2]:
+    assert len(outcome) == 2 * len(hosts), outcome
+    for host in (configured.names[i] for i in hosts):
         assert outcome[(done, host)] == ("pass", "")
         # What the signal cut short says so, and blames no host for it.
         assert outcome[(hung, host)] == (
@@ -145,7 +153,7 @@ def test_during_validate(configured: Configured, sandbox: Sandbox, name: str) ->
             f"the run was interrupted by {name} before {host} gave a result",
         )
     said = (sandbox.run_dir("run") / "summary.txt").read_text()
-    assert "unreachable over SSH" not in said and "interrupted=2" in said
+    assert "unreachable over SSH" not in said and f"interrupted={len(hosts)}" in said
     assert "unreachable over SSH" not in (sandbox.run_dir("run") / "report.html").read_text()
     assert not any(d.exists() for d in remote)
     assert sandbox.left(("run",)) == []
