@@ -36,6 +36,10 @@ V1_OPERATOR = FILES / "training-operator-v1.8.1" / "training-operator.yaml"  # P
 TRAINER = (FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0")
 OPERATOR_NAMESPACES = ("kubeflow", "jobset-system", "kubeflow-system")
 DOUBLE_FIXTURES = {"api", "k8s"}
+# jobs.follow's poll for a job whose pods run torch: each poll is two kubectl runs (~0.07 CPU-s each, most of
+# it kubectl's own start), so at 0.2 s a job's few seconds cost more CPU in kubectl than its ranks' torch
+# imports. Once a second still sees every state a torch job's pods pass through (they last seconds).
+FOLLOW_POLL_S = 1.0
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns group marks into workers

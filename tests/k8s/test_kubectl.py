@@ -23,7 +23,7 @@ from pav.settings import load_settings
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.k8s.apiserver import ApiServer
-from tests.k8s.conftest import Namespace
+from tests.k8s.conftest import FOLLOW_POLL_S, Namespace
 
 # Slow: torchrun in pods (each double's pods in a network namespace of their own: tests/k8s/conftest.py).
 pytestmark = pytest.mark.slow
@@ -73,7 +73,7 @@ def test_a_two_node_pytorchjob_meets_at_the_master_the_operator_names(k8s: Names
     for manifest in render.render([job], k8s.name, render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
     lines: list[str] = []
-    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=FOLLOW_POLL_S)
     run_dir = tmp_path / "run"
     launch = jobs.collect(kube, job, pods, run_dir)
     assert state == "Succeeded", k8s.logs()[-3000:]
@@ -117,7 +117,7 @@ def test_a_host_scope_test_measures_each_node_alone(k8s: Namespace, tmp_path: Pa
     job = cpu_job("torch_gloo_allreduce", workers=2, config=k8s.config)
     for manifest in render.render([job], k8s.name, render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
-    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=FOLLOW_POLL_S)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
     assert state == "Succeeded", k8s.logs()[-3000:]
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))

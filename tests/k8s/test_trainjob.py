@@ -25,6 +25,7 @@ from pav.thresholds.scaling import split_gates
 from tests.driver.contexts import context
 from tests.k8s.apiserver import ApiServer
 from tests.k8s.conftest import (
+    FOLLOW_POLL_S,
     INVENTORY,
     OPERATOR_NAMESPACES,
     TRAINER,
@@ -83,7 +84,7 @@ def test_a_two_node_trainjob_meets_at_the_rendezvous_the_torch_plugin_names(
     job = trainjob(k8s, "torch_gloo_collectives_multi", workers=2)
     kube = submit(k8s, job)
     lines: list[str] = []
-    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=FOLLOW_POLL_S)
     run_dir = tmp_path / "run"
     launch = jobs.collect(kube, job, pods, run_dir)
     assert state == "Succeeded", k8s.logs()[-3000:]
@@ -116,7 +117,7 @@ def test_a_two_node_trainjob_meets_at_the_rendezvous_the_torch_plugin_names(
 def test_a_host_scope_trainjob_measures_each_node_alone(k8s: Namespace, tmp_path: Path) -> None:
     job = trainjob(k8s, "torch_gloo_allreduce", workers=2)
     kube = submit(k8s, job)
-    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=FOLLOW_POLL_S)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
     assert state == "Succeeded", k8s.logs()[-3000:]
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))
@@ -138,6 +139,8 @@ def test_nccl_tests_go_through_the_mpi_runtime_and_deleting_the_run_removes_all_
     runtimes = {o["metadata"]["name"] for o in k8s.api.objects("clustertrainingruntimes")}
     job = trainjob(k8s, "nccl_tests_all_reduce", workers=2)
     kube = submit(k8s, job)
+    # 0.2 s, not FOLLOW_POLL_S: the node pods must be seen Running before the finished JobSet deletes
+    # them, and the launcher's mpirun may fail within a second.
     state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
     assert state == "Failed"
@@ -190,7 +193,7 @@ def test_a_trainjob_past_its_deadline_fails_and_its_pods_go(k8s: Namespace) -> N
         trainjob(k8s, "torch_gloo_allreduce", workers=2), timeout_s=2, script="sleep 300"
     )
     kube = submit(k8s, job)
-    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=FOLLOW_POLL_S)
     assert state == "Failed" and {p.phase for p in pods} == {"Deleted"}
     (failed,) = k8s.objects("trainjobs")[0]["status"]["conditions"]
     assert (failed["type"], failed["reason"]) == ("Failed", "DeadlineExceeded")
