@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -126,6 +128,32 @@ def test_a_host_scope_test_measures_each_node_alone(k8s: Namespace, tmp_path: Pa
     for node in ("gpu-node-0", "gpu-node-1"):
         rank0 = tmp_path / "run" / "hosts" / node / "results" / job.test / f"{job.test}.rank0.json"
         assert json.loads(rank0.read_text())["world_size"] == 1
+
+
+def test_a_watch_sends_each_change_made_after_it_began(api: ApiServer) -> None:
+    """kubectl get --watch-only, as kubectl wait and rollout status watch: the double sends each write made
+    after the watch began (ADDED, MODIFIED, DELETED), as a real server does, though its watches now wait on
+    the store's writes (store.wait_change) instead of listing the store every 0.1 s."""
+    namespace = next(r for r in api.store.resources() if r.kind == "Namespace")
+    shown = 'jsonpath={.type} {.object.metadata.name} {.object.metadata.labels.pav}{"\\n"}'
+    argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "get", "namespaces", "--watch-only",
+            "--output-watch-events", "-o", shown]  # fmt: skip
+
+    def put(labels: dict[str, str]) -> None:
+        api.store.put(namespace, {"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": "w", "labels": labels}})  # fmt: skip
+
+    writes = [lambda: put({}), lambda: put({"pav": "x"}), lambda: api.store.delete(namespace, "", "w")]
+    seen = []
+    with subprocess.Popen(argv, env=api.env(), stdout=subprocess.PIPE, text=True) as watch:
+        assert watch.stdout is not None
+        while watch.poll() is None and not any("watch=true" in r for r in api.requests):
+            time.sleep(0.05)  # until its list is done and its watch open: what comes after is the watch's
+        for write in writes:
+            write()
+            seen.append(watch.stdout.readline().strip())  # a change never sent: "" when the watch ends (60 s)
+        watch.kill()
+    assert seen == ["ADDED w", "MODIFIED w x", "DELETED w"]
 
 
 def test_a_failed_delete_never_skips_the_destroy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
