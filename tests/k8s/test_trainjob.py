@@ -123,6 +123,9 @@ def test_a_host_scope_trainjob_measures_each_node_alone(k8s: Namespace, tmp_path
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))
     results = evaluate_launch(launch, tmp_path / "run", measured)
     assert [(r.hosts, r.status) for r in results] == [(["gpu-node-0"], "pass"), (["gpu-node-1"], "pass")]
+    for node in ("gpu-node-0", "gpu-node-1"):  # each a world of its own, whatever the torch plugin's PET_*
+        rank0 = tmp_path / "run" / "hosts" / node / "results" / job.test / f"{job.test}.rank0.json"
+        assert json.loads(rank0.read_text())["world_size"] == 1
 
 
 def test_nccl_tests_go_through_the_mpi_runtime_and_deleting_the_run_removes_all_it_made(
