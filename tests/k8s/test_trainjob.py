@@ -41,10 +41,9 @@ pytestmark = pytest.mark.slow
 
 def install(api: ApiServer, *manifests: Path) -> None:
     """On a cluster of the test's own, as the role applies them: each object into the namespace it names."""
-    for name in OPERATOR_NAMESPACES:
-        apply(api, "-", namespace_yaml(name))
-    for manifest in manifests:
-        apply(api, manifest)
+    apply(api, "-", stdin=namespace_yaml(*OPERATOR_NAMESPACES))
+    if manifests:
+        apply(api, *manifests)
 
 
 def trainjob(k8s: Namespace, test: str, workers: int) -> render.Job:
