@@ -499,7 +499,7 @@ FAULT_TESTS: dict[str, TestSpec] = {
             "host",
             True,
             gloo("all_reduce", "1K"),
-            procs=2,
+            procs=1,  # one rank a pod: its subject is the node marking, not the ranks (each imports torch)
             gates_of="torch_gloo_allreduce",
         ),
     )

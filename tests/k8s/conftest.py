@@ -36,6 +36,10 @@ V1_OPERATOR = FILES / "training-operator-v1.8.1" / "training-operator.yaml"  # P
 TRAINER = (FILES / "jobset-v0.12.0" / "jobset.yaml", FILES / "kubeflow-trainer-v2.3.0")
 OPERATOR_NAMESPACES = ("kubeflow", "jobset-system", "kubeflow-system")
 DOUBLE_FIXTURES = {"api", "k8s"}
+# jobs.follow's poll for a job whose pods run torch: each poll is two kubectl runs (~0.07 CPU-s each, most of
+# it kubectl's own start), so at 0.2 s a job's few seconds cost more CPU in kubectl than its ranks' torch
+# imports. Once a second still sees every state a torch job's pods pass through (they last seconds).
+FOLLOW_POLL_S = 1.0
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns group marks into workers
@@ -51,16 +55,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("k8s-pods"))
 
 
-def apply(api: ApiServer, manifest: Path | str, stdin: str | None = None) -> None:
-    """kubectl apply --server-side, as the role applies the pinned manifests: each object into the namespace
-    it names."""
-    argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", "-f", str(manifest)]
+def apply(api: ApiServer, *manifests: Path | str, stdin: str | None = None) -> None:
+    """kubectl apply --server-side, as the role applies the pinned manifests (all in one run): each object
+    into the namespace it names."""
+    files = [arg for manifest in manifests for arg in ("-f", str(manifest))]
+    argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "apply", "--server-side", *files]
     proc = subprocess.run(argv, input=stdin, env=api.env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def namespace_yaml(name: str) -> str:
-    return f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"
+def namespace_yaml(*names: str) -> str:
+    """The namespaces, for one kubectl apply (each kubectl run costs ~0.07 CPU-s, most of it its start)."""
+    return "---\n".join(f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n" for name in names)
 
 
 @pytest.fixture
@@ -84,10 +90,8 @@ def shared_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     """The session's double: the v1 training-operator (PyTorchJob; no MPIJob), JobSet and Kubeflow Trainer
     applied once."""
     with ApiServer(tmp_path_factory.mktemp("shared-api")) as server:
-        for name in OPERATOR_NAMESPACES:
-            apply(server, "-", namespace_yaml(name))
-        for manifest in (V1_OPERATOR, *TRAINER):
-            apply(server, manifest)
+        apply(server, "-", stdin=namespace_yaml(*OPERATOR_NAMESPACES))
+        apply(server, V1_OPERATOR, *TRAINER)
         yield server
 
 
@@ -130,7 +134,7 @@ def k8s(
     monkeypatch.setenv("KUBECACHEDIR", str(shared_api.workdir / "kube-cache"))  # pav's Kubectl too
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     space = Namespace(shared_api, f"t{next(_COUNT)}-{slug}")
-    apply(shared_api, "-", namespace_yaml(space.name))
+    apply(shared_api, "-", stdin=namespace_yaml(space.name))
     yield space
     Kubectl(shared_api.kubeconfig, space.name).run("delete", "namespace", space.name, "--wait=false")
     shared_api.kubelet.wait(space.name)

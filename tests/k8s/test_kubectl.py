@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from pav.settings import load_settings
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.k8s.apiserver import ApiServer
-from tests.k8s.conftest import Namespace
+from tests.k8s.conftest import FOLLOW_POLL_S, Namespace
 
 # Slow: torchrun in pods (each double's pods in a network namespace of their own: tests/k8s/conftest.py).
 pytestmark = pytest.mark.slow
@@ -73,7 +75,7 @@ def test_a_two_node_pytorchjob_meets_at_the_master_the_operator_names(k8s: Names
     for manifest in render.render([job], k8s.name, render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
     lines: list[str] = []
-    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=FOLLOW_POLL_S)
     run_dir = tmp_path / "run"
     launch = jobs.collect(kube, job, pods, run_dir)
     assert state == "Succeeded", k8s.logs()[-3000:]
@@ -117,7 +119,7 @@ def test_a_host_scope_test_measures_each_node_alone(k8s: Namespace, tmp_path: Pa
     job = cpu_job("torch_gloo_allreduce", workers=2, config=k8s.config)
     for manifest in render.render([job], k8s.name, render.job_labels("r1", "payload")):
         jobs.submit(kube, manifest)
-    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=FOLLOW_POLL_S)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
     assert state == "Succeeded", k8s.logs()[-3000:]
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))
@@ -126,6 +128,32 @@ def test_a_host_scope_test_measures_each_node_alone(k8s: Namespace, tmp_path: Pa
     for node in ("gpu-node-0", "gpu-node-1"):
         rank0 = tmp_path / "run" / "hosts" / node / "results" / job.test / f"{job.test}.rank0.json"
         assert json.loads(rank0.read_text())["world_size"] == 1
+
+
+def test_a_watch_sends_each_change_made_after_it_began(api: ApiServer) -> None:
+    """kubectl get --watch-only, as kubectl wait and rollout status watch: the double sends each write made
+    after the watch began (ADDED, MODIFIED, DELETED), as a real server does, though its watches now wait on
+    the store's writes (store.wait_change) instead of listing the store every 0.1 s."""
+    namespace = next(r for r in api.store.resources() if r.kind == "Namespace")
+    shown = 'jsonpath={.type} {.object.metadata.name} {.object.metadata.labels.pav}{"\\n"}'
+    argv = ["kubectl", "--kubeconfig", str(api.kubeconfig), "get", "namespaces", "--watch-only",
+            "--output-watch-events", "-o", shown]  # fmt: skip
+
+    def put(labels: dict[str, str]) -> None:
+        api.store.put(namespace, {"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": "w", "labels": labels}})  # fmt: skip
+
+    writes = [lambda: put({}), lambda: put({"pav": "x"}), lambda: api.store.delete(namespace, "", "w")]
+    seen = []
+    with subprocess.Popen(argv, env=api.env(), stdout=subprocess.PIPE, text=True) as watch:
+        assert watch.stdout is not None
+        while watch.poll() is None and not any("watch=true" in r for r in api.requests):
+            time.sleep(0.05)  # until its list is done and its watch open: what comes after is the watch's
+        for write in writes:
+            write()
+            seen.append(watch.stdout.readline().strip())  # a change never sent: "" when the watch ends (60 s)
+        watch.kill()
+    assert seen == ["ADDED w", "MODIFIED w x", "DELETED w"]
 
 
 def test_a_failed_delete_never_skips_the_destroy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

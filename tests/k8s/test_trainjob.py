@@ -25,6 +25,7 @@ from pav.thresholds.scaling import split_gates
 from tests.driver.contexts import context
 from tests.k8s.apiserver import ApiServer
 from tests.k8s.conftest import (
+    FOLLOW_POLL_S,
     INVENTORY,
     OPERATOR_NAMESPACES,
     TRAINER,
@@ -40,10 +41,9 @@ pytestmark = pytest.mark.slow
 
 def install(api: ApiServer, *manifests: Path) -> None:
     """On a cluster of the test's own, as the role applies them: each object into the namespace it names."""
-    for name in OPERATOR_NAMESPACES:
-        apply(api, "-", namespace_yaml(name))
-    for manifest in manifests:
-        apply(api, manifest)
+    apply(api, "-", stdin=namespace_yaml(*OPERATOR_NAMESPACES))
+    if manifests:
+        apply(api, *manifests)
 
 
 def trainjob(k8s: Namespace, test: str, workers: int) -> render.Job:
@@ -83,7 +83,7 @@ def test_a_two_node_trainjob_meets_at_the_rendezvous_the_torch_plugin_names(
     job = trainjob(k8s, "torch_gloo_collectives_multi", workers=2)
     kube = submit(k8s, job)
     lines: list[str] = []
-    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lines.append, poll_s=FOLLOW_POLL_S)
     run_dir = tmp_path / "run"
     launch = jobs.collect(kube, job, pods, run_dir)
     assert state == "Succeeded", k8s.logs()[-3000:]
@@ -116,12 +116,15 @@ def test_a_two_node_trainjob_meets_at_the_rendezvous_the_torch_plugin_names(
 def test_a_host_scope_trainjob_measures_each_node_alone(k8s: Namespace, tmp_path: Path) -> None:
     job = trainjob(k8s, "torch_gloo_allreduce", workers=2)
     kube = submit(k8s, job)
-    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=FOLLOW_POLL_S)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
     assert state == "Succeeded", k8s.logs()[-3000:]
     measured, _ = split_gates(load_profile("cpu").get(job.test, []))
     results = evaluate_launch(launch, tmp_path / "run", measured)
     assert [(r.hosts, r.status) for r in results] == [(["gpu-node-0"], "pass"), (["gpu-node-1"], "pass")]
+    for node in ("gpu-node-0", "gpu-node-1"):  # each a world of its own, whatever the torch plugin's PET_*
+        rank0 = tmp_path / "run" / "hosts" / node / "results" / job.test / f"{job.test}.rank0.json"
+        assert json.loads(rank0.read_text())["world_size"] == 1
 
 
 def test_nccl_tests_go_through_the_mpi_runtime_and_deleting_the_run_removes_all_it_made(
@@ -138,6 +141,8 @@ def test_nccl_tests_go_through_the_mpi_runtime_and_deleting_the_run_removes_all_
     runtimes = {o["metadata"]["name"] for o in k8s.api.objects("clustertrainingruntimes")}
     job = trainjob(k8s, "nccl_tests_all_reduce", workers=2)
     kube = submit(k8s, job)
+    # 0.2 s, not FOLLOW_POLL_S: the node pods must be seen Running before the finished JobSet deletes
+    # them, and the launcher's mpirun may fail within a second.
     state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
     launch = jobs.collect(kube, job, pods, tmp_path / "run")
     assert state == "Failed"
@@ -190,7 +195,7 @@ def test_a_trainjob_past_its_deadline_fails_and_its_pods_go(k8s: Namespace) -> N
         trainjob(k8s, "torch_gloo_allreduce", workers=2), timeout_s=2, script="sleep 300"
     )
     kube = submit(k8s, job)
-    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=0.2)
+    state, pods = jobs.follow(kube, job, echo=lambda _: None, poll_s=FOLLOW_POLL_S)
     assert state == "Failed" and {p.phase for p in pods} == {"Deleted"}
     (failed,) = k8s.objects("trainjobs")[0]["status"]["conditions"]
     assert (failed["type"], failed["reason"]) == ("Failed", "DeadlineExceeded")

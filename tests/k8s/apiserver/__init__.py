@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from tests.k8s.apiserver.trainjob import TrainJobController
 __all__ = ["ApiError", "ApiServer"]
 NODE = next(r for r in BUILTIN if r.kind == "Node")
 NAMESPACE = next(r for r in BUILTIN if r.kind == "Namespace")
+TICK_S = 1.0  # the controllers' pass when nothing is written: deadlines and TTLs are seconds
 
 
 class ApiServer:
@@ -108,13 +108,18 @@ class ApiServer:
         self.http.stopping = True  # type: ignore[attr-defined]  # open watches end
         self.http.shutdown()
         self.http.server_close()
+        self.store.wake()  # the controllers' loop and open watches end now
         self.kubelet.stop()
 
     def _reconcile(self) -> None:
+        """The controllers react to each write, as the real ones to their watches (a pass that writes
+        is followed by another, until one changes nothing); and pass at least once a second for what time
+        alone changes (activeDeadlineSeconds, ttlSecondsAfterFinished). An idle server does not spin."""
         while not self._stop.is_set():
+            version = self.store.version
             for controller in self.controllers:
                 controller.reconcile_all()
-            time.sleep(0.1)
+            self.store.wait_change(version, TICK_S)
 
     def objects(self, plural: str, namespace: str = "") -> list[dict[str, Any]]:
         """What the server holds of a type (any version), for a test's asserts."""

@@ -208,6 +208,7 @@ class Handler(BaseHTTPRequestHandler):
         seen: dict[str, str] = {}
         try:
             while time.monotonic() < end and not getattr(self.server, "stopping", False):
+                version = self.store.version  # before the list: a write after it ends the wait below at once
                 items = self.store.list(
                     resource, namespace, query.get("labelSelector", ""), query.get("fieldSelector", "")
                 )
@@ -229,7 +230,7 @@ class Handler(BaseHTTPRequestHandler):
                         }
                     )
                     del seen[name]
-                time.sleep(0.1)
+                self.store.wait_change(version, max(0.0, min(1.0, end - time.monotonic())))
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass

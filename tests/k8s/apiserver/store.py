@@ -41,6 +41,9 @@ def not_found(resource: Resource, name: str) -> ApiError:
 class Store:
     def __init__(self) -> None:
         self.lock = threading.RLock()
+        # Notified at each write (resourceVersion bumped): watches and the controllers wait on it, as a real
+        # server's watchers are told of each change, instead of listing the store again and again.
+        self.changed = threading.Condition(self.lock)
         self.objects: dict[Key, dict[str, Any]] = {}
         self.version = 1
         self.types: dict[Key, Resource] = {}
@@ -96,6 +99,22 @@ class Store:
             ]
         return found
 
+    def wait_change(self, version: int, timeout: float) -> None:
+        """Until a write after `version` (at once if there was one), wake(), or the timeout."""
+        with self.changed:
+            if self.version == version:
+                self.changed.wait(timeout)
+
+    def wake(self) -> None:
+        """Ends every wait_change now (the server stops)."""
+        with self.changed:
+            self.changed.notify_all()
+
+    def _bump(self) -> str:
+        self.version += 1
+        self.changed.notify_all()
+        return str(self.version)
+
     # -- writes ------------------------------------------------------------------------------------------
     def put(self, resource: Resource, obj: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
         """Create or replace; returns what is stored. A write that changes nothing keeps resourceVersion."""
@@ -115,8 +134,7 @@ class Store:
                 return copy.deepcopy(live)
             if dry_run:
                 return merged
-            self.version += 1
-            merged["metadata"]["resourceVersion"] = str(self.version)
+            merged["metadata"]["resourceVersion"] = self._bump()
             self.objects[key] = merged
             self.types[key] = resource
             stored = copy.deepcopy(merged)
@@ -129,9 +147,8 @@ class Store:
             obj = self.objects.get(self._key(resource, namespace, name))
             if obj is None or obj.get("status") == status:
                 return
-            self.version += 1
             obj["status"] = copy.deepcopy(status)
-            obj["metadata"]["resourceVersion"] = str(self.version)
+            obj["metadata"]["resourceVersion"] = self._bump()
 
     def delete(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
         with self.lock:
@@ -140,7 +157,7 @@ class Store:
             if obj is None:
                 raise not_found(resource, name)
             self.types.pop(key)
-            self.version += 1
+            self._bump()
             uid = obj["metadata"]["uid"]
             owned = [
                 (k, self.types[k])
