@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli, run_cli_here
+from tests.conftest import ROOT, run_cli_here
 
 LOG = ROOT / "tests" / "nccl_tests" / "fixtures" / "oci_h100_2node_all_reduce_perf.txt"
 DOC = ROOT / "docs" / "check-nccl.md"
@@ -30,7 +30,7 @@ def logs(tmp_path: Path) -> Path:
 
 def check_nccl(where: Path, *args: str) -> str:
     path = str(where / "logs" / "all_reduce_perf.txt")
-    run = run_cli("check-nccl", path, "--profile", "h100-sxm-8gpu", *args)
+    run = run_cli_here("check-nccl", path, "--profile", "h100-sxm-8gpu", *args)
     assert run.rc == 0, run.stderr
     return run.stdout.replace(path, "logs/all_reduce_perf.txt")
 

@@ -225,7 +225,7 @@ def test_an_inventory_is_never_compared_with_other_hosts_or_gpus(tmp_path: Path)
     assert (rc, hist["key"], hist["latest"]) == (0, f"custom:gpu-host:2x{H100}", latest)
     assert hist["compared_runs"] == [] and hist["flagged"] == 0 and hist["metrics"] == []
     assert f"custom:gpu-host:4x{H100}" in note  # the other key is named, with how to pick it
-    table = run_cli("history", "--env", "custom", "--results-root", str(tmp_path))
+    table = run_cli_here("history", "--env", "custom", "--results-root", str(tmp_path))
     assert (
         f"custom:gpu-host:2x{H100}: one run ({latest})" in table.stdout
         and "nothing to compare" in table.stdout
@@ -237,7 +237,7 @@ def test_an_inventory_is_never_compared_with_other_hosts_or_gpus(tmp_path: Path)
         "h100x4-inventory-2",
     ]
     assert_one_line_error(
-        run_cli("history", "--env", "custom", "--results-root", str(tmp_path), "--key", "custom:nope"),
+        run_cli_here("history", "--env", "custom", "--results-root", str(tmp_path), "--key", "custom:nope"),
         "no runs of key custom:nope", f"custom:gpu-host:2x{H100}",
     )  # fmt: skip
 
@@ -253,7 +253,7 @@ def test_no_drop_is_flagged_from_fewer_than_min_runs_earlier_runs(tmp_path: Path
     assert abs(bw["vs_previous"] + 0.5) < 1e-9 and abs(bw["vs_median"] + 0.5) < 1e-9
     assert hist["min_runs"] == MIN_RUNS == 3 and len(hist["compared_runs"]) == kept
     assert (rc, bw["flagged"]) == ((1, True) if kept >= MIN_RUNS else (0, False))
-    table = run_cli("history", "--env", "custom", "--results-root", str(tmp_path)).stdout
+    table = run_cli_here("history", "--env", "custom", "--results-root", str(tmp_path)).stdout
     few = (
         f"none can be flagged yet: {kept} earlier run(s) of custom:gpu-host:2x{H100}; a drop is flagged once"
     )
