@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +88,53 @@ def run_cli(
         check=False,
     )
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_cli_here(*args: str, env: dict[str, str] | None = None) -> CliRun:
+    """The CLI as run_cli runs it (same cwd, env and CliRun), but in this process: pav.cli.main, less the
+    0.2-0.5 CPU-s of a Python start and pav's imports. For what a test proves of the command's output,
+    exit code and files; run_cli stays for what only a real process shows (its exit status, a traceback
+    on its stderr, signals, what it inherits). An exception main does not catch propagates: the test fails
+    where the real command would have printed a traceback."""
+    from pav import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with _as_a_process(env), redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exc:  # argparse's usage errors and --help/--version
+            code = _exit_status(exc.code, err)
+    return CliRun(code, out.getvalue(), err.getvalue())
+
+
+@contextmanager
+def _as_a_process(env: dict[str, str] | None) -> Iterator[None]:
+    """What a CLI process would have of its own, given back after it: the environment (the CLI takes
+    secrets out of it and marks it for its children), the cwd, and pav's signal handlers and state."""
+    from tests.driver.signals import SIGNALS, forget
+
+    environ = dict(os.environ)
+    handlers = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    cwd = os.getcwd()
+    os.environ.update(env or {})
+    os.chdir(ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(environ)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        forget()
+
+
+def _exit_status(code: object, err: io.StringIO) -> int:
+    """SystemExit's code as the process's exit status: None is 0, a message is printed and is 1."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=err)
+    return 1
 
 
 def assert_one_line_error(run: CliRun, *needles: str, documented: bool = False) -> None:

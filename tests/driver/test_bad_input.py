@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli, run_cli_here
 
 
 def write(path: Path, text: str) -> Path:
@@ -20,20 +20,22 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_unknown_env_lists_known_ones(tmp_path: Path) -> None:
+    """In a real process, as the user meets it: its exit status, one line, no traceback (the other tests
+    here run the CLI in process)."""
     run = run_cli("--env", "nope", "--run-dir", str(tmp_path / "r"))
     assert_one_line_error(run, "unknown env 'nope'", "local")
     assert not (tmp_path / "r").exists()
 
 
 def test_unknown_stage() -> None:
-    assert_one_line_error(run_cli("--stages", "configure,dance", "--dry-run"), "dance", "provision")
+    assert_one_line_error(run_cli_here("--stages", "configure,dance", "--dry-run"), "dance", "provision")
 
 
 @pytest.mark.parametrize("option", [("--hosts", "2"), ("--max-hours", "6")])
 def test_options_for_envs_that_create_hosts_are_refused_on_a_fixed_inventory(
     tmp_path: Path, option: tuple[str, str]
 ) -> None:
-    run = run_cli("--env", "local", *option, "--run-dir", str(tmp_path / "r"))
+    run = run_cli_here("--env", "local", *option, "--run-dir", str(tmp_path / "r"))
     assert_one_line_error(
         run, f"{option[0]} applies to envs that create their hosts", "env local", f"drop {option[0]}"
     )
@@ -49,7 +51,9 @@ def test_a_broken_host_python_is_named_with_its_own_words(tmp_path: Path) -> Non
     shim.chmod(0o755)
     host = f"localhost: {{ansible_connection: local, ansible_python_interpreter: {shim}}}"
     inventory = write(tmp_path / "hosts.yml", f"all:\n  hosts:\n    {host}\n")
-    run = run_cli("--inventory", str(inventory), "--stages", "configure", "--run-dir", str(tmp_path / "r"))
+    run = run_cli_here(
+        "--inventory", str(inventory), "--stages", "configure", "--run-dir", str(tmp_path / "r")
+    )
     cause = "pyenv: python3.13: command not found; exit 127"
     assert_one_line_error(run, cause, "set ansible_python_interpreter", documented=True)
     assert "deserialization" not in run.stderr
@@ -78,8 +82,8 @@ def test_interpreter_discovery_under_pyenv_names_the_python_it_tried(tmp_path: P
         write(shims / name, f"#!/bin/sh\nprintf '%s\\n' '{said}' >&2\nexit 127\n").chmod(0o755)
     inventory = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    localhost: {ansible_connection: local}\n")
     path = f"{shims}{os.pathsep}{os.environ['PATH']}"
-    run = run_cli("--inventory", str(inventory), "--stages", "configure", "--run-dir", str(tmp_path / "r"),
-                  env={"PATH": path})  # fmt: skip
+    run = run_cli_here("--inventory", str(inventory), "--stages", "configure",
+                       "--run-dir", str(tmp_path / "r"), env={"PATH": path})  # fmt: skip
     tried = f"the host's Python {shims}/{names[0]} (Ansible's interpreter discovery picked it; the inventory"
     cause = f"(pyenv: {names[0]}: command not found; exit 127)"
     fix = "set ansible_python_interpreter for the host in the inventory to a working Python"
@@ -105,30 +109,30 @@ def test_readme_names_the_interpreters_discovery_tries() -> None:
 
 def test_malformed_inventory_yaml_names_file_and_line(tmp_path: Path) -> None:
     inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    a: {ansible_host: [1.2.3.4\n")
-    run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
+    run = run_cli_here("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
     assert_one_line_error(run, f"{inv}:4: malformed YAML")
 
 
 def test_malformed_group_vars_names_file_and_line(tmp_path: Path) -> None:
     inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
     gv = write(tmp_path / "group_vars" / "all.yml", "pav_threshold_profile: cpu\npav_tests: [a, b\n")
-    run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
+    run = run_cli_here("--inventory", str(inv), "--run-dir", str(tmp_path / "r"))
     assert_one_line_error(run, f"{gv}:3: malformed YAML")
 
 
 def test_wrong_type_setting_names_key(tmp_path: Path) -> None:
     inv = write(tmp_path / "hosts.yml", "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
     write(tmp_path / "group_vars" / "all.yml", "pav_test_timeout_s: soon\n")
-    assert_one_line_error(run_cli("--inventory", str(inv), "--dry-run"), "pav_test_timeout_s", "integer")
+    assert_one_line_error(run_cli_here("--inventory", str(inv), "--dry-run"), "pav_test_timeout_s", "integer")
 
 
 def test_inventory_not_an_inventory(tmp_path: Path) -> None:
     inv = write(tmp_path / "hosts.yml", "- just\n- a list\n")
-    assert_one_line_error(run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r")), str(inv))
+    assert_one_line_error(run_cli_here("--inventory", str(inv), "--run-dir", str(tmp_path / "r")), str(inv))
 
 
 def test_missing_inventory_file(tmp_path: Path) -> None:
-    assert_one_line_error(run_cli("--inventory", str(tmp_path / "none.yml")), "does not exist")
+    assert_one_line_error(run_cli_here("--inventory", str(tmp_path / "none.yml")), "does not exist")
 
 
 def test_unreachable_host_is_named(tmp_path: Path) -> None:
@@ -138,7 +142,7 @@ def test_unreachable_host_is_named(tmp_path: Path) -> None:
         "all:\n  hosts:\n    deadhost:\n      ansible_host: 127.0.0.1\n      ansible_port: 9\n",
     )
     run_dir = tmp_path / "r"
-    run = run_cli("--inventory", str(inv), "--run-dir", str(run_dir))
+    run = run_cli_here("--inventory", str(inv), "--run-dir", str(run_dir))
     # The hint docs/reliability.md promises, also where the host is the run's only one.
     assert_one_line_error(run, "deadhost", "unreachable", "; check its address, SSH user and key, or pass "
                           "--allow-missing 1 to go on without it")  # fmt: skip
@@ -147,7 +151,7 @@ def test_unreachable_host_is_named(tmp_path: Path) -> None:
     assert results["hosts"]["deadhost"]["status"] == "unreachable"
     assert (run_dir / "summary.txt").is_file()
     # Taken: the run goes on without it, each of its tests an error naming it, verdict FAIL.
-    run = run_cli("--inventory", str(inv), "--run-dir", str(tmp_path / "r2"), "--allow-missing", "1")
+    run = run_cli_here("--inventory", str(inv), "--run-dir", str(tmp_path / "r2"), "--allow-missing", "1")
     assert run.rc == 1 and "Traceback" not in run.stderr, run.stdout + run.stderr
     results = run.results(tmp_path / "r2")
     assert results["verdict"] == "FAIL" and results["error"] == ""
@@ -161,7 +165,7 @@ def test_unreachable_host_is_named(tmp_path: Path) -> None:
 
 def test_run_dir_not_writable(tmp_path: Path) -> None:
     blocker = write(tmp_path / "file", "x")
-    assert_one_line_error(run_cli("--run-dir", str(blocker / "run")), "not writable", "--run-dir")
+    assert_one_line_error(run_cli_here("--run-dir", str(blocker / "run")), "not writable", "--run-dir")
 
 
 def test_missing_ansible(tmp_path: Path) -> None:
@@ -176,7 +180,7 @@ def test_missing_ansible(tmp_path: Path) -> None:
 
 def test_missing_terraform_binary(tmp_path: Path) -> None:
     env = {"PAV_TERRAFORM": str(tmp_path / "no-terraform"), "PAV_STATE_DIR": str(tmp_path / "state")}
-    run = run_cli("--env", "sim", "--run-dir", str(tmp_path / "r"), env=env)
+    run = run_cli_here("--env", "sim", "--run-dir", str(tmp_path / "r"), env=env)
     assert_one_line_error(run, "terraform binary", "not found", "PAV_TERRAFORM")
 
 

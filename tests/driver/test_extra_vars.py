@@ -15,7 +15,7 @@ from pav import module_python, torch_python
 from pav.errors import PavError
 from pav.extravars import parse_extra_vars
 from pav.settings import load_settings
-from tests.conftest import ROOT, assert_one_line_error, run_cli
+from tests.conftest import ROOT, assert_one_line_error, run_cli, run_cli_here
 
 
 def test_the_forms_ansible_playbook_takes(tmp_path: Path) -> None:
@@ -53,12 +53,12 @@ def test_pav_keys_override_the_envs_settings_typed_as_yaml() -> None:
 
 
 def test_a_bad_value_on_the_command_line_is_one_error_line() -> None:
-    run = run_cli("--env", "sim", "--dry-run", "-e", "pav_test_timeout_s=soon")
+    run = run_cli_here("--env", "sim", "--dry-run", "-e", "pav_test_timeout_s=soon")
     assert_one_line_error(run, "-e: pav_test_timeout_s must be an integer, got 'soon'")
 
 
 def test_the_plan_reflects_a_pav_setting_from_the_command_line() -> None:
-    run = run_cli("--env", "sim", "--dry-run", "-e", "pav_hosts=5")
+    run = run_cli_here("--env", "sim", "--dry-run", "-e", "pav_hosts=5")
     assert run.rc == 0, run.stderr
     assert "5 host(s), created by Terraform" in run.stdout
 
@@ -148,14 +148,14 @@ def test_the_dry_run_refuses_what_the_roles_argument_specs_refuse(
     """A real run refuses these only when the role starts, at configure (the slow test above): after
     provisioning, on a cloud env. The dry run says so before, in Ansible's words, with key, role and fix."""
     key = value.split("=")[0]
-    run = run_cli("--dry-run", "-e", value)
+    run = run_cli_here("--dry-run", "-e", value)
     assert_one_line_error(run, f"-e: {key}=", role, ansible_says, fix)
     assert f"roles/{role.split()[1][:-2]}/meta/argument_specs.yml" in run.stderr
 
 
 def test_the_dry_run_takes_what_the_roles_take(tmp_path: Path) -> None:
     """Ansible's conversions: -e strings that read as the type pass, a template is left to Ansible."""
-    run = run_cli("--dry-run", "-e", "torch_payload_gpu_facts_timeout_s=60 host_tuning_manage_shm=no",
+    run = run_cli_here("--dry-run", "-e", "torch_payload_gpu_facts_timeout_s=60 host_tuning_manage_shm=no",
                   "-e", "nccl_env_fabric='{{ my_fabric }}'")  # fmt: skip
     assert run.rc == 0, run.stderr
     assert "tests (launcher direct):" in run.stdout
@@ -167,12 +167,12 @@ def test_the_dry_run_names_the_env_file_that_holds_a_refused_value(tmp_path: Pat
     roles = tmp_path / "group_vars" / "all" / "roles.yml"
     roles.parent.mkdir(parents=True)
     roles.write_text("host_tuning_nofile: lots\n")
-    run = run_cli("--inventory", str(inventory), "--dry-run")
+    run = run_cli_here("--inventory", str(inventory), "--dry-run")
     assert_one_line_error(run, f"{roles}: host_tuning_nofile='lots'", "role host_tuning's argument spec")
 
 
 def test_the_line_docs_configuration_quotes_is_the_one_printed() -> None:
     doc = " ".join((ROOT / "docs" / "configuration.md").read_text().split())
     [quoted] = re.findall(r"`(error: -e: nccl_env_fabric=[^`]*)`", doc)
-    run = run_cli("--dry-run", "-e", "nccl_env_fabric=ib")
+    run = run_cli_here("--dry-run", "-e", "nccl_env_fabric=ib")
     assert run.stderr.strip() == quoted

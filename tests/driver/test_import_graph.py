@@ -14,6 +14,7 @@ import ast
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 
 from tests.conftest import ROOT
 
@@ -205,21 +206,35 @@ def _strongly_connected(edges: list[Edge]) -> list[set[str]]:
 # --- src/pav --------------------------------------------------------------------------------------------
 
 
-SOURCES = tree_sources()
-EDGES = draw(SOURCES)
-LIVE = [e for e in EDGES if (e.importer, e.imported) not in KNOWN]
+@dataclass(frozen=True)
+class Tree:
+    sources: list[Source]
+    edges: list[Edge]
+    live: list[Edge]  # the edges KNOWN does not tolerate
+
+
+@cache
+def pav_tree() -> Tree:
+    """src/pav drawn when a test first asks, once: at import every xdist worker would draw it while it
+    collects (~1 CPU-s each), though one of them runs these tests."""
+    sources = tree_sources()
+    edges = draw(sources)
+    return Tree(sources, edges, [e for e in edges if (e.importer, e.imported) not in KNOWN])
+
+
 LAYERS = read_layers(DOC.read_text())
 
 
 def test_every_module_sits_in_a_layer() -> None:
-    unplaced = [s.name for s in SOURCES if LAYERS.of(s.name) is None]
+    sources = pav_tree().sources
+    unplaced = [s.name for s in sources if LAYERS.of(s.name) is None]
     assert not unplaced, f"modules in no layer: add them to the Layers table of {DOC.name}: {unplaced}"
-    unused = [e for e in LAYERS.entries if not any(names(e, s.name) for s in SOURCES)]
+    unused = [e for e in LAYERS.entries if not any(names(e, s.name) for s in sources)]
     assert not unused, f"the Layers table of {DOC.name} names modules that do not exist: {unused}"
 
 
 def test_no_module_imports_a_higher_layer() -> None:
-    found = upward(LIVE, LAYERS)
+    found = upward(pav_tree().live, LAYERS)
     assert not found, (
         f"imports that run upward (layers: {DOC.name}, Layers): move what the lower module needs down, or "
         "the module up:\n" + "\n".join(found)
@@ -227,18 +242,19 @@ def test_no_module_imports_a_higher_layer() -> None:
 
 
 def test_no_modules_import_each_other() -> None:
-    found = cycles(LIVE)
+    found = cycles(pav_tree().live)
     assert not found, "import cycles:\n" + "\n\n".join("\n".join(c) for c in found)
 
 
 def test_no_packages_import_each_other() -> None:
-    found = package_cycles(LIVE, {s.name for s in SOURCES if s.package})
+    tree = pav_tree()
+    found = package_cycles(tree.live, {s.name for s in tree.sources if s.package})
     assert not found, "packages that import each other:\n" + "\n\n".join("\n".join(c) for c in found)
 
 
 def test_each_known_import_is_still_there() -> None:
     """A tolerated import that its change removed leaves KNOWN too."""
-    drawn = {(e.importer, e.imported) for e in EDGES}
+    drawn = {(e.importer, e.imported) for e in pav_tree().edges}
     gone = [f"{a} -> {b} ({why})" for (a, b), why in KNOWN.items() if (a, b) not in drawn]
     assert not gone, f"no longer imported: drop from KNOWN: {gone}"
 

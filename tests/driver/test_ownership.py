@@ -20,7 +20,7 @@ from pav.locks import Holder
 from pav.processes import alive
 from pav.provisioning import keeper
 from pav.provisioning.keeper import Keep, StateRecord
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli, run_cli_here
 
 KEPT = "20260101T000000.000Z-sim"
 # Terraform's state of one sim host, as the sim root leaves it (what pav.provisioning.keeper reads).
@@ -59,7 +59,7 @@ def test_a_run_refuses_hosts_another_run_kept(tmp_path: Path) -> None:
     keep = Keep(KEPT, str(kept_dir), "me@box", "2026-01-01T00:00:00Z", until(11.5))
     before = held_state(state, StateRecord(kept=keep))
     env = {"PAV_STATE_DIR": str(state)}
-    run = run_cli("--env", "sim", "--hosts", "1", "--run-dir", str(tmp_path / "run"), env=env)
+    run = run_cli_here("--env", "sim", "--hosts", "1", "--run-dir", str(tmp_path / "run"), env=env)
     assert_one_line_error(
         run,
         f"env sim: its hosts are kept by run {KEPT} (me@box, kept ",
@@ -75,17 +75,19 @@ def test_a_run_refuses_hosts_another_run_kept(tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()  # another run's dir (a run dir that does not exist is refused first)
     record = {"run_id": "20251231T000000.000Z-sim", "env": "sim", "inventory": "terraform/envs/sim"}
     (tmp_path / "other" / "results.json").write_text(json.dumps(record))
-    other = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(tmp_path / "other"), env=env)
+    other = run_cli_here(
+        "--env", "sim", "--stages", "teardown", "--run-dir", str(tmp_path / "other"), env=env
+    )
     assert_one_line_error(other, f"its hosts are kept by run {KEPT}")
     other_run = "20250101T000000.000Z-sim"
-    wrong = run_cli("--env", "sim", "--reuse", other_run, "--run-dir", str(tmp_path / "w"), env=env)
+    wrong = run_cli_here("--env", "sim", "--reuse", other_run, "--run-dir", str(tmp_path / "w"), env=env)
     assert_one_line_error(wrong, f"--reuse {other_run} names another run; env sim: its hosts are kept")
     assert keeper.read(state).kept == keep
     # The dry run says so before a run is tried.
-    plan = run_cli("--env", "sim", "--dry-run", env=env)
+    plan = run_cli_here("--env", "sim", "--dry-run", env=env)
     stop = f"  this run would stop: env sim: its hosts are kept by run {KEPT} ("
     assert plan.rc == 0 and stop in plan.stdout, plan.stdout
-    plan = run_cli("--env", "sim", "--reuse", KEPT, "--dry-run", env=env)
+    plan = run_cli_here("--env", "sim", "--reuse", KEPT, "--dry-run", env=env)
     assert f"  kept by run {KEPT} until {keep.until}: this run may take them" in plan.stdout, plan.stdout
     assert "  1 host(s) in the env's state" in plan.stdout
 
@@ -95,8 +97,8 @@ def test_a_reuse_that_stops_before_its_stages_leaves_the_keep_as_it_was(tmp_path
     keep = Keep(KEPT, str(tmp_path / "kept"), "me@box", "2026-01-01T00:00:00Z", until(11.5))
     held_state(state, StateRecord(kept=keep))
     blocked.write_text("")  # the run dir's parent is a file: the run stops before any stage
-    run = run_cli("--env", "sim", "--reuse", KEPT, "--run-dir", str(blocked / "run"),
-                  env={"PAV_STATE_DIR": str(state)})  # fmt: skip
+    run = run_cli_here("--env", "sim", "--reuse", KEPT, "--run-dir", str(blocked / "run"),
+                       env={"PAV_STATE_DIR": str(state)})  # fmt: skip
     assert_one_line_error(run, f"run dir {blocked / 'run'} is not writable")
     assert keeper.read(state) == StateRecord(kept=keep)
 
@@ -107,7 +109,7 @@ def test_what_a_gone_run_left_is_named_and_never_used_silently(tmp_path: Path) -
     held_state(state, StateRecord(running=gone))
     env = {"PAV_STATE_DIR": str(state)}
     # A run that would use the hosts without making them (configure) is refused, naming the gone run.
-    run = run_cli("--env", "sim", "--stages", "configure", "--run-dir", str(tmp_path / "run"), env=env)
+    run = run_cli_here("--env", "sim", "--stages", "configure", "--run-dir", str(tmp_path / "run"), env=env)
     assert_one_line_error(
         run,
         f"env sim holds what run {gone.run_id} (pid 4242, me@box, started {gone.since}; its driver is gone) "
@@ -117,14 +119,14 @@ def test_what_a_gone_run_left_is_named_and_never_used_silently(tmp_path: Path) -
     )
     # A keep past its expiry is the same: the next run may clear it.
     keeper.write(state, StateRecord(kept=Keep(KEPT, "/x", "me@box", "2026-01-01T00:00:00Z", until(-1))))
-    late = run_cli("--env", "sim", "--stages", "configure", "--run-dir", str(tmp_path / "late"), env=env)
+    late = run_cli_here("--env", "sim", "--stages", "configure", "--run-dir", str(tmp_path / "late"), env=env)
     assert_one_line_error(late, f"env sim holds what run {KEPT} kept until ", "(expired; me@box) left")
 
 
 def test_reuse_is_for_envs_that_make_their_hosts() -> None:
-    run = run_cli("--reuse", KEPT, "--dry-run")
+    run = run_cli_here("--reuse", KEPT, "--dry-run")
     assert_one_line_error(run, "--reuse applies to envs that create their hosts (sim, nebius-*)")
-    hosts = run_cli("--env", "sim", "--reuse", KEPT, "--hosts", "2", "--dry-run")
+    hosts = run_cli_here("--env", "sim", "--reuse", KEPT, "--hosts", "2", "--dry-run")
     assert_one_line_error(hosts, f"--reuse {KEPT} runs on the hosts that run kept, as they are: drop --hosts")
 
 
@@ -132,7 +134,7 @@ def test_a_second_run_on_one_envs_state_stops_naming_the_first(tmp_path: Path) -
     state = tmp_path / "state"
     first = Holder(KEPT, str(tmp_path / "first"), os.getpid(), "me@box", "2026-01-01T00:00:00Z")
     assert locks.take(state / "lock", first) is None
-    try:
+    try:  # a CLI process of its own: the state's holder is another process, as a first run's driver is
         run = run_cli("--env", "sim", "--stages", "teardown", "--results-root", str(tmp_path / "second"),
                       env={"PAV_STATE_DIR": str(state)})  # fmt: skip
     finally:
@@ -209,7 +211,7 @@ def test_the_next_run_ends_what_a_gone_run_left_on_static_hosts(tmp_path: Path) 
     )  # fmt: skip
     try:
         env = {"PAV_STATE_DIR": str(state)}
-        run = run_cli("--stages", "teardown", "--results-root", str(tmp_path / "next"), env=env)
+        run = run_cli_here("--stages", "teardown", "--results-root", str(tmp_path / "next"), env=env)
         assert run.rc == 0, run.stdout + run.stderr
         assert (
             f"run {gone} (pid 4242, me@box, since 2026-01-01T00:00:00Z) ended without a teardown: killed its "

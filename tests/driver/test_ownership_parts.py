@@ -22,7 +22,7 @@ from pav.processes import DRIVER_MARKER, alive
 from pav.provisioning import keeper
 from pav.provisioning.keeper import Keep, StateRecord
 from pav.stages import cleanup
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 from tests.driver.contexts import context
 
 NOW = datetime(2026, 11, 26, 12, tzinfo=UTC)
@@ -127,7 +127,7 @@ def test_a_reuse_run_that_destroys_the_kept_hosts_links_the_kept_run(
     assert link == {"torn_down_at": "2026-11-26T12:00:00Z", "by_run": "id", "by_run_dir": str(ctx.run_dir)}
     assert not (state / "owner.json").exists()  # nothing kept any more
     # The kept run's teardown, as it printed it: nothing to do, and it says who did it; no record made.
-    down = run_cli("--stages", "teardown", "--run-dir", str(kept_dir), env={"PAV_STATE_DIR": str(state)})
+    down = run_cli_here("--stages", "teardown", "--run-dir", str(kept_dir), env={"PAV_STATE_DIR": str(state)})
     assert down.rc == 0, down.stdout + down.stderr
     assert down.stdout == (
         f"nothing to tear down: run {kept_id}'s hosts were already torn down at 2026-11-26T12:00:00Z by run "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli_here
 
 KEPT = {
     "run_id": "20261127T000000.000Z-sim",
@@ -28,7 +28,7 @@ def test_the_printed_teardown_line_takes_the_kept_runs_env(tmp_path: Path) -> No
     """`--stages teardown --run-dir DIR`, as a kept run prints it, without --env: it ran as --env local and
     wrote a NONE record over the kept sim run's, leaving its hosts up."""
     run_dir, record = kept_run(tmp_path)
-    plan = run_cli("--stages", "teardown", "--run-dir", str(run_dir), "--dry-run")
+    plan = run_cli_here("--stages", "teardown", "--run-dir", str(run_dir), "--dry-run")
     assert plan.rc == 0, plan.stdout + plan.stderr
     assert "env: sim" in plan.stdout.splitlines()
     assert (run_dir / "results.json").read_bytes() == record
@@ -37,14 +37,14 @@ def test_the_printed_teardown_line_takes_the_kept_runs_env(tmp_path: Path) -> No
 def test_a_launching_run_given_another_runs_dir_is_refused(tmp_path: Path) -> None:
     run_dir, record = kept_run(tmp_path)
     for argv in (["--env", "sim"], []):
-        refused = run_cli(*argv, "--run-dir", str(run_dir), "--dry-run")
+        refused = run_cli_here(*argv, "--run-dir", str(run_dir), "--dry-run")
         assert_one_line_error(refused, f"holds run {KEPT['run_id']}'s record", "a run writes only its own")
     assert (run_dir / "results.json").read_bytes() == record
 
 
 def test_another_env_on_a_kept_runs_dir_is_refused_naming_its_env(tmp_path: Path) -> None:
     run_dir, record = kept_run(tmp_path)
-    refused = run_cli("--env", "local", "--stages", "teardown", "--run-dir", str(run_dir))
+    refused = run_cli_here("--env", "local", "--stages", "teardown", "--run-dir", str(run_dir))
     assert_one_line_error(refused, "(env sim), not env local's")
     assert (run_dir / "results.json").read_bytes() == record and sorted(run_dir.iterdir()) == [
         run_dir / "results.json"
@@ -57,13 +57,13 @@ def test_a_teardown_given_a_dir_that_does_not_exist_is_refused_and_makes_none(tm
     missing = tmp_path / "runs" / "20261127T000000.000Z-sm"
     state = {"PAV_STATE_DIR": str(tmp_path / "state")}
     for argv in ([], ["--dry-run"]):
-        refused = run_cli("--stages", "teardown", "--run-dir", str(missing), *argv)
+        refused = run_cli_here("--stages", "teardown", "--run-dir", str(missing), *argv)
         assert_one_line_error(
             refused, f"--run-dir {missing} does not exist: a teardown given --run-dir acts on that run; "
             "pass the kept run's dir (its summary.txt names it), or leave --run-dir out to end what gone "
             "runs left (its record then goes under --results-root)", documented=True,
         )  # fmt: skip
-    sim = run_cli("--env", "sim", "--stages", "teardown", "--run-dir", str(missing), env=state)
+    sim = run_cli_here("--env", "sim", "--stages", "teardown", "--run-dir", str(missing), env=state)
     assert_one_line_error(
         sim,
         "(its summary.txt names it) or --reuse RUN_ID, or leave --run-dir out to destroy",
@@ -71,13 +71,13 @@ def test_a_teardown_given_a_dir_that_does_not_exist_is_refused_and_makes_none(tm
     )
     assert sorted(tmp_path.iterdir()) == []  # no run dir, no state
     # --reuse names the kept run itself: its --run-dir is its own record, made for it (the dry run: the plan).
-    reuse = run_cli("--env", "sim", "--stages", "teardown", "--reuse", KEPT["run_id"], "--run-dir",
-                    str(missing), "--dry-run", env=state)  # fmt: skip
+    reuse = run_cli_here("--env", "sim", "--stages", "teardown", "--reuse", KEPT["run_id"], "--run-dir",
+                         str(missing), "--dry-run", env=state)  # fmt: skip
     assert reuse.rc == 0 and f"run dir: {missing}" in reuse.stdout, reuse.stdout + reuse.stderr
 
 
 def test_version_names_the_release_and_the_commit() -> None:
-    shown = run_cli("--version")
+    shown = run_cli_here("--version")
     assert shown.rc == 0 and shown.stdout.startswith("provision-and-validate 0.1.0"), (
         shown.stdout + shown.stderr
     )

@@ -14,7 +14,7 @@ from pav.options import Options
 from pav.results import HostRecord
 from pav.settings import Settings, load_settings, settings_from
 from pav.stages.report import run_judge
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli_here
 from tests.driver.contexts import context
 
 
@@ -44,25 +44,25 @@ def test_an_unknown_test_in_the_timeouts_is_refused(tmp_path: Path) -> None:
     (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
     (tmp_path / "group_vars").mkdir()
     (tmp_path / "group_vars" / "all.yml").write_text("pav_test_timeouts_s:\n  ddp_cpu_trian: 60\n")
-    run = run_cli("--inventory", str(tmp_path / "hosts.yml"), "--dry-run")
+    run = run_cli_here("--inventory", str(tmp_path / "hosts.yml"), "--dry-run")
     assert_one_line_error(run, "ddp_cpu_trian", "pav_test_timeouts_s")
 
 
 def test_hosts_the_tool_did_not_create_are_tuned_only_when_told(tmp_path: Path) -> None:
     (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    box1:\n      ansible_connection: local\n")
     own = ("--inventory", str(tmp_path / "hosts.yml"), "--dry-run")
-    plan = run_cli(*own).stdout
+    plan = run_cli_here(*own).stdout
     assert (
         "configure: tuning in check mode (diff only; hosts it did not create change with --apply-tuning"
         in plan
     )
     assert "would write /etc/security/limits.d/90-pav-gpu.conf, /etc/sysctl.d/90-pav-gpu.conf" in plan
     assert "/etc/pav/nccl.env, /etc/profile.d/pav-nccl.sh, /etc/fstab (/dev/shm) on box1" in plan
-    assert "configure: tuning applied: writes /etc/security" in run_cli(*own, "--apply-tuning").stdout
-    assert "configure: tuning applied" in run_cli(*own, "-e", "pav_apply_tuning=true").stdout
+    assert "configure: tuning applied: writes /etc/security" in run_cli_here(*own, "--apply-tuning").stdout
+    assert "configure: tuning applied" in run_cli_here(*own, "-e", "pav_apply_tuning=true").stdout
     (tmp_path / "group_vars").mkdir()
     (tmp_path / "group_vars" / "all.yml").write_text("pav_apply_tuning: true\nnccl_env_file: /opt/nccl.env\n")
-    plan = run_cli(*own).stdout
+    plan = run_cli_here(*own).stdout
     assert "configure: tuning applied: writes" in plan and "/opt/nccl.env" in plan
 
 

@@ -24,7 +24,7 @@ from pav.results import HostRecord, TestResult
 from pav.slurm import drain, recheck
 from pav.stages import provision
 from pav.stages import recheck as recheck_stage
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli_here
 from tests.docs_quotes import assert_documented
 from tests.driver.contexts import context
 from tests.driver.test_slurm_drain import local_inventory, no_signal_left
@@ -185,7 +185,7 @@ def test_a_recheck_that_would_create_its_hosts_is_refused_before_anything(tmp_pa
         )
     context(1, provisions=True, options=Options(recheck=True, reuse="r1"))
     context(1, provisions=True, options=Options(recheck=True, stages=("validate", "collect", "report")))
-    got = run_cli("--env", "sim", "--recheck", "--results-root", str(tmp_path / "runs"))
+    got = run_cli_here("--env", "sim", "--recheck", "--results-root", str(tmp_path / "runs"))
     assert_one_line_error(got, "--recheck: env sim would create new hosts", "--reuse RUN_ID", documented=True)
     assert not (tmp_path / "runs").exists()  # no run dir, nothing provisioned
 

@@ -23,7 +23,7 @@ from pav.k8s.kubectl import Kubectl
 from pav.reporting import marks, summary
 from pav.results import TestResult
 from pav.slurm import drain
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli, run_cli_here
 from tests.docs_quotes import assert_documented
 from tests.driver.contexts import context
 from tests.driver.test_slurm_drain import failing, gate
@@ -246,9 +246,11 @@ def test_the_scheduler_keeps_pods_off_cordoned_and_tainted_nodes_unless_they_tol
 
 
 def test_on_fail_is_refused_on_the_platform_it_does_not_act_on(tmp_path: Path) -> None:
-    run = run_cli("--on-fail", "taint", "--dry-run", "--run-dir", str(tmp_path / "r"))
+    run = run_cli_here("--on-fail", "taint", "--dry-run", "--run-dir", str(tmp_path / "r"))
     assert_one_line_error(run, "--on-fail taint", "platform k8s", "use --on-fail drain on platform hosts")
-    run = run_cli("--on-fail", "drain", "--platform", "k8s", "--dry-run", "--run-dir", str(tmp_path / "r"))
+    run = run_cli_here(
+        "--on-fail", "drain", "--platform", "k8s", "--dry-run", "--run-dir", str(tmp_path / "r")
+    )
     assert_one_line_error(run, "--on-fail drain", "platform hosts", "use --on-fail taint on platform k8s")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli_here
 
 LOG = ROOT / "tests" / "nccl_tests" / "fixtures" / "oci_h100_2node_all_reduce_perf.txt"
 DOC = ROOT / "docs" / "check-nccl.md"
@@ -30,7 +30,7 @@ def logs(tmp_path: Path) -> Path:
 
 def check_nccl(where: Path, *args: str) -> str:
     path = str(where / "logs" / "all_reduce_perf.txt")
-    run = run_cli("check-nccl", path, "--profile", "h100-sxm-8gpu", *args)
+    run = run_cli_here("check-nccl", path, "--profile", "h100-sxm-8gpu", *args)
     assert run.rc == 0, run.stderr
     return run.stdout.replace(path, "logs/all_reduce_perf.txt")
 
@@ -59,7 +59,7 @@ def test_the_quoted_json_is_what_check_nccl_writes(logs: Path) -> None:
 
 def test_the_quoted_unreadable_log_is_what_check_nccl_writes() -> None:
     assert not (ROOT / "logs" / "missing.log").exists()
-    run = run_cli("check-nccl", "logs/missing.log", "--json")
+    run = run_cli_here("check-nccl", "logs/missing.log", "--json")
     assert run.rc == 2, run.stderr
     quoted = json.loads(doc_block("With `--json`", "```json\n"))[1]
     assert json.loads(run.stdout) == [quoted]

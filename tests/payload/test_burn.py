@@ -16,7 +16,7 @@ from pav_payload.burn_sampler import Sample, Sampler
 from tests.payload.test_payload import TORCHRUN, Launched, _load, _run, suite
 
 SDC_SMALL = ("--sdc-n", "32", "--sdc-layers", "3", "--sdc-reps", "4")
-BURN_SMALL = ("--window-s", "1", "--sample-s", "0.5", "--gemm-n", "64", "--hbm-mib", "1",
+BURN_SMALL = ("--sample-s", "0.5", "--gemm-n", "64", "--hbm-mib", "1",
               "--allreduce-mib", "0.01", *SDC_SMALL)  # fmt: skip
 
 
@@ -31,11 +31,12 @@ def ranks(out: Path, nproc: int, *args: str) -> tuple[subprocess.CompletedProces
 # 49): keyed by the test that reads it, each with its own args, rank reports and exit code (the worst over
 # its ranks, what a launch of its own exits with). The 3-rank launch keeps a launch of its own.
 SUITE: dict[str, tuple[str, ...]] = {
-    "test_burn_windows_on_two_cpu_ranks": ("burn", "--duration-s", "3", *BURN_SMALL),
+    # Three windows of half a second: each rank spins a core for the whole burn (issue 49: the fast lane's).
+    "test_burn_windows_on_two_cpu_ranks": ("burn", "--duration-s", "1.5", "--window-s", "0.5", *BURN_SMALL),
     "test_sdc_fault_fails_the_named_rank_only": ("sdc", *SDC_SMALL, "--inject-sdc-gpu", "1"),
     "test_sdc_two_gpus_disagreeing_have_no_majority": ("sdc", *SDC_SMALL, "--inject-sdc-gpu", "1",
                                                        "--inject-sdc-rep", "-1"),
-    "test_burn_sdc_fault_names_start_and_end": ("burn", "--duration-s", "1", *BURN_SMALL,
+    "test_burn_sdc_fault_names_start_and_end": ("burn", "--duration-s", "1", "--window-s", "1", *BURN_SMALL,
                                                 "--inject-sdc-gpu", "0"),
 }  # fmt: skip
 
@@ -158,7 +159,7 @@ def test_burn_windows_on_two_cpu_ranks(launch: Launched) -> None:
         assert report["status"] == "pass" and report["kind"] == "burn"
         assert [w["index"] for w in m["windows"]] == [0, 1, 2]
         assert all(w["tflops"] > 0 and w["steps"] > 0 for w in m["windows"])
-        assert m["windows"][-1]["end_s"] >= 2.9  # windows end at their deadlines from the start
+        assert m["windows"][-1]["end_s"] >= 1.4  # windows end at their deadlines from the start
         assert m["allreduce_checks"] == 2 and m["wrong_total"] == 0  # every 2nd window and the last
         assert m["sdc_mismatches"] == 0 and m["sdc"]["start"]["digest"] == m["sdc"]["end"]["digest"]
         assert list(m["gpu"]) == [str(rank)]

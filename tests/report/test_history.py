@@ -14,7 +14,7 @@ from pav.reporting import html, summary
 from pav.reporting.history import MIN_RUNS, Run, compare, record
 from pav.reporting.history_key import key_of
 from pav.results import RunResults
-from tests.conftest import EARLIER_ID, LocalRun, assert_one_line_error, run_cli
+from tests.conftest import EARLIER_ID, LocalRun, assert_one_line_error, run_cli, run_cli_here
 
 BUSBW = "busbw_gbps.all_reduce.1048576"
 
@@ -92,14 +92,15 @@ def test_runs_are_matched_by_recorded_env(local_run: LocalRun, tmp_path: Path) -
 
 
 def test_no_runs_is_one_line_error(tmp_path: Path) -> None:
+    # The first in a process of its own, as the user meets it: its exit status, one line, no traceback.
     assert_one_line_error(
         run_cli("history", "--env", "nebius-eu", "--results-root", str(tmp_path)), "no runs of env nebius-eu"
     )
     assert_one_line_error(
-        run_cli("history", "--env", "local", "--results-root", str(tmp_path / "nope")), "--results-root"
+        run_cli_here("history", "--env", "local", "--results-root", str(tmp_path / "nope")), "--results-root"
     )
     assert_one_line_error(
-        run_cli("history", "--env", "local", "--results-root", str(tmp_path), "--tolerance", "5"),
+        run_cli_here("history", "--env", "local", "--results-root", str(tmp_path), "--tolerance", "5"),
         "--tolerance",
     )
 
@@ -210,7 +211,7 @@ def copies(root: Path, fixture: str, factors: list[float], first_day: int = 1) -
 
 
 def custom_history(root: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    run = run_cli("history", "--env", "custom", "--results-root", str(root), "--json", *args)
+    run = run_cli_here("history", "--env", "custom", "--results-root", str(root), "--json", *args)
     assert run.rc in (0, 1), run.stderr
     return run.rc, json.loads(run.stdout), run.stderr
 
@@ -224,7 +225,7 @@ def test_an_inventory_is_never_compared_with_other_hosts_or_gpus(tmp_path: Path)
     assert (rc, hist["key"], hist["latest"]) == (0, f"custom:gpu-host:2x{H100}", latest)
     assert hist["compared_runs"] == [] and hist["flagged"] == 0 and hist["metrics"] == []
     assert f"custom:gpu-host:4x{H100}" in note  # the other key is named, with how to pick it
-    table = run_cli("history", "--env", "custom", "--results-root", str(tmp_path))
+    table = run_cli_here("history", "--env", "custom", "--results-root", str(tmp_path))
     assert (
         f"custom:gpu-host:2x{H100}: one run ({latest})" in table.stdout
         and "nothing to compare" in table.stdout
@@ -236,7 +237,7 @@ def test_an_inventory_is_never_compared_with_other_hosts_or_gpus(tmp_path: Path)
         "h100x4-inventory-2",
     ]
     assert_one_line_error(
-        run_cli("history", "--env", "custom", "--results-root", str(tmp_path), "--key", "custom:nope"),
+        run_cli_here("history", "--env", "custom", "--results-root", str(tmp_path), "--key", "custom:nope"),
         "no runs of key custom:nope", f"custom:gpu-host:2x{H100}",
     )  # fmt: skip
 
@@ -252,7 +253,7 @@ def test_no_drop_is_flagged_from_fewer_than_min_runs_earlier_runs(tmp_path: Path
     assert abs(bw["vs_previous"] + 0.5) < 1e-9 and abs(bw["vs_median"] + 0.5) < 1e-9
     assert hist["min_runs"] == MIN_RUNS == 3 and len(hist["compared_runs"]) == kept
     assert (rc, bw["flagged"]) == ((1, True) if kept >= MIN_RUNS else (0, False))
-    table = run_cli("history", "--env", "custom", "--results-root", str(tmp_path)).stdout
+    table = run_cli_here("history", "--env", "custom", "--results-root", str(tmp_path)).stdout
     few = (
         f"none can be flagged yet: {kept} earlier run(s) of custom:gpu-host:2x{H100}; a drop is flagged once"
     )
@@ -261,7 +262,7 @@ def test_no_drop_is_flagged_from_fewer_than_min_runs_earlier_runs(tmp_path: Path
 
 def test_last_below_min_runs_is_refused(tmp_path: Path) -> None:
     assert_one_line_error(
-        run_cli("history", "--env", "custom", "--results-root", str(tmp_path), "--last", "2"),
+        run_cli_here("history", "--env", "custom", "--results-root", str(tmp_path), "--last", "2"),
         f"--last must be at least {MIN_RUNS}",
     )
 

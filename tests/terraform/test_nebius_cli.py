@@ -6,14 +6,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli_here
 
 NO_CREDS = {k: "" for k in os.environ if k.startswith("NEBIUS_")}
 
 
 def test_dry_run_shows_root_and_declared_resources(tmp_path: Path) -> None:
     env = {**NO_CREDS, "PAV_STATE_DIR": str(tmp_path / "state")}
-    run = run_cli("--env", "nebius-eu", "--dry-run", "--hosts", "2", env=env)
+    run = run_cli_here("--env", "nebius-eu", "--dry-run", "--hosts", "2", env=env)
     assert run.rc == 0, run.stderr
     assert "terraform/envs/nebius-vm" in run.stdout
     assert "module.cluster.nebius_compute_v1_instance.node" in run.stdout
@@ -25,7 +25,7 @@ def test_dry_run_shows_root_and_declared_resources(tmp_path: Path) -> None:
 
 def test_run_without_credentials_stops_before_creating(tmp_path: Path) -> None:
     env = {**NO_CREDS, "PAV_STATE_DIR": str(tmp_path / "state"), "NEBIUS_IAM_TOKEN": ""}
-    run = run_cli("--env", "nebius-eu", "--run-dir", str(tmp_path / "run"), env=env)
+    run = run_cli_here("--env", "nebius-eu", "--run-dir", str(tmp_path / "run"), env=env)
     assert_one_line_error(run, "NEBIUS_IAM_TOKEN")
     assert not (tmp_path / "state" / "terraform.tfstate").exists()
     assert not (tmp_path / "state" / ".terraform").exists()
@@ -37,7 +37,7 @@ def test_dry_run_with_credentials_shows_the_variables_and_max_hours(tmp_path: Pa
     token = "planted-token-" + "x" * 20
     env = {**NO_CREDS, "PAV_STATE_DIR": str(tmp_path / "state"), "PAV_TFVARS": str(values),
            "NEBIUS_IAM_TOKEN": token}  # fmt: skip
-    run = run_cli("--env", "nebius-eu", "--dry-run", "--hosts", "2", "--max-hours", "3", env=env)
+    run = run_cli_here("--env", "nebius-eu", "--dry-run", "--hosts", "2", "--max-hours", "3", env=env)
     assert run.rc == 0, run.stderr
     shown = {ln.strip() for ln in run.stdout.splitlines()}
     assert {"parent_id = project-e00planted", "node_count = 2", "max_lifetime_hours = 3"} <= shown
@@ -46,5 +46,7 @@ def test_dry_run_with_credentials_shows_the_variables_and_max_hours(tmp_path: Pa
 
 
 def test_max_hours_is_refused_where_nothing_is_labelled() -> None:
-    assert_one_line_error(run_cli("--env", "sim", "--dry-run", "--max-hours", "3"), "--max-hours", "nebius")
-    assert_one_line_error(run_cli("--env", "nebius-eu", "--dry-run", "--max-hours", "0"), "--max-hours")
+    assert_one_line_error(
+        run_cli_here("--env", "sim", "--dry-run", "--max-hours", "3"), "--max-hours", "nebius"
+    )
+    assert_one_line_error(run_cli_here("--env", "nebius-eu", "--dry-run", "--max-hours", "0"), "--max-hours")

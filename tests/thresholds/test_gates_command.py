@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli_here
 from tests.thresholds.test_derive import NDR, hgx
 
 REAL_RUN = Path(__file__).parents[1] / "report" / "fixtures" / "h200-2gpu-results.json"
 
 
 def test_a_results_json_of_the_earlier_release_derives_what_its_facts_allow() -> None:
-    run = run_cli("gates", "--results", str(REAL_RUN))
+    run = run_cli_here("gates", "--results", str(REAL_RUN))
     assert run.rc == 1, run.stderr  # facts are missing: NVLink and PCIe were not read then
     assert "localhost: 2x NVIDIA H200 (facts from preflight)" in run.stdout
     assert "gemm_bf16_tflops.1" in run.stdout and ">= 692.6     = 0.7 x 989.4" in run.stdout
@@ -24,12 +24,12 @@ def test_nvml_facts_derive_every_gate_and_the_fabric(tmp_path: Path) -> None:
     hosts = {name: {"facts": hgx(8, ports=NDR)} for name in ("gpu-a", "gpu-b")}
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"hosts": hosts, "tests": []}))
-    run = run_cli("gates", "--results", str(path))
+    run = run_cli_here("gates", "--results", str(path))
     assert run.rc == 0, run.stdout + run.stderr
     assert "MISSING" not in run.stdout
     assert "across hosts:" in run.stdout
     assert "the full complement of 8 InfiniBand ports on gpu-a (8 listed, 8 active) x 400 Gb/s" in run.stdout
-    as_json = json.loads(run_cli("gates", "--results", str(path), "--json").stdout)
+    as_json = json.loads(run_cli_here("gates", "--results", str(path), "--json").stdout)
     assert set(as_json) == {"gpu-a", "gpu-b", "fabric"}
     gemm = next(g for g in as_json["gpu-a"] if g["metric"] == "gemm_bf16_tflops.0")
     assert gemm | {"source": ""} == {
@@ -41,11 +41,13 @@ def test_nvml_facts_derive_every_gate_and_the_fabric(tmp_path: Path) -> None:
 def test_a_cpu_host_has_correctness_gates_only(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"hosts": {"laptop": {"facts": {"gpu": {"count": "0"}}}}}))
-    run = run_cli("gates", "--results", str(path))
+    run = run_cli_here("gates", "--results", str(path))
     assert run.rc == 0 and "laptop: no GPU: correctness gates only" in run.stdout
 
 
 def test_unreadable_results_is_one_error_line(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text("{not json")
-    assert_one_line_error(run_cli("gates", "--results", str(path)), str(path), "pass a run's results.json")
+    assert_one_line_error(
+        run_cli_here("gates", "--results", str(path)), str(path), "pass a run's results.json"
+    )

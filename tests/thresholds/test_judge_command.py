@@ -21,7 +21,7 @@ from pav.reporting import metrics, metrics_export
 from pav.reporting.exposition import render
 from pav.results import HostRecord, TestResult
 from pav.stages import report
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli, run_cli_here
 from tests.driver.contexts import context
 from tests.thresholds.test_derive import H100, NDR, SIZE, hgx, probe_metrics
 
@@ -142,7 +142,7 @@ def test_its_results_json_alone_gets_the_same_verdict(tmp_path: Path) -> None:
 def test_a_healthy_run_passes_again_and_the_command_prints_it(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, degraded=False)
     assert json.loads((run_dir / "results.json").read_text())["verdict"] == "PASS"
-    run = run_cli("judge", str(run_dir))
+    run = run_cli_here("judge", str(run_dir))
     assert run.rc == 0, run.stdout + run.stderr
     assert f"== {run_dir / 'results.json'}" in run.stdout
     assert "profile h100-sxm-8gpu: PASS (recorded PASS)" in run.stdout
@@ -151,14 +151,14 @@ def test_a_healthy_run_passes_again_and_the_command_prints_it(tmp_path: Path) ->
 
 def test_the_command_names_each_failing_reason_and_its_json(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path)
-    run = run_cli("judge", str(run_dir / "results.json"))
+    run = run_cli_here("judge", str(run_dir / "results.json"))
     assert run.rc == 1, run.stdout + run.stderr
     assert "profile h100-sxm-8gpu: FAIL (recorded FAIL)" in run.stdout
     out = run.stdout
     assert "FAIL gpu_probe on h1: GPU 2 (00000000:38:00.0, GPU-0002-uuid): gemm_bf16_tflops.2 319.2" in out
     assert "FAIL torch_nccl_allreduce_multi on h0, h1: busbw_gbps.all_reduce.8589934592=100 below" in out
     assert "FAIL train_gpu_single on h0 (as recorded: not decided by gates): timeout after 60s" in out
-    as_json = json.loads(run_cli("judge", str(run_dir), "--json").stdout)
+    as_json = json.loads(run_cli_here("judge", str(run_dir), "--json").stdout)
     assert set(as_json) == {
         "file", "run_id", "profile", "recorded_profile", "verdict", "recorded_verdict", "error", "summary",
         "tests",
@@ -185,7 +185,7 @@ def test_another_profile_judges_the_measurements_and_keeps_what_gates_did_not_de
     assert failing == [
         ("nccl_tests_all_reduce", "h1"), ("torch_gloo_allreduce", "h0"), ("train_gpu_single", "h0")
     ]  # fmt: skip
-    run = run_cli("judge", str(run_dir), "--profile", "gpu-correctness")
+    run = run_cli_here("judge", str(run_dir), "--profile", "gpu-correctness")
     assert "profile gpu-correctness (recorded: h100-sxm-8gpu): FAIL" in run.stdout
     assert "PASS gpu_probe on h1 (recorded fail)" in run.stdout
 
@@ -257,16 +257,21 @@ def test_nccl_tests_gate_failures_are_told_from_correctness_failures() -> None:
 
 
 def test_bad_input_is_one_error_line(tmp_path: Path) -> None:
+    # The first in a process of its own, as the user meets it: its exit status, one line, no traceback.
     assert_one_line_error(run_cli("judge", str(tmp_path / "nope.json")), "cannot read", "nope.json")
-    assert_one_line_error(run_cli("judge", str(tmp_path)), f"{tmp_path} holds no results.json")
+    assert_one_line_error(run_cli_here("judge", str(tmp_path)), f"{tmp_path} holds no results.json")
     broken = tmp_path / "results.json"
     broken.write_text("{not json")
-    assert_one_line_error(run_cli("judge", str(broken)), "cannot read", "pass a run dir or its results.json")
+    assert_one_line_error(
+        run_cli_here("judge", str(broken)), "cannot read", "pass a run dir or its results.json"
+    )
     broken.write_text(json.dumps({"tests": [{"name": "t", "status": "great"}], "hosts": {}}))
-    assert_one_line_error(run_cli("judge", str(broken)), "status 'great'")
+    assert_one_line_error(run_cli_here("judge", str(broken)), "status 'great'")
     broken.write_text(json.dumps({"tests": [], "hosts": {}, "threshold_profile": "gone-profile"}))
-    assert_one_line_error(run_cli("judge", str(broken)), "threshold profile 'gone-profile'", "--profile NAME")
-    unknown = run_cli("judge", str(broken), "--profile", "nope")
+    assert_one_line_error(
+        run_cli_here("judge", str(broken)), "threshold profile 'gone-profile'", "--profile NAME"
+    )
+    unknown = run_cli_here("judge", str(broken), "--profile", "nope")
     assert_one_line_error(unknown, "unknown threshold profile 'nope'", "fix --profile")
 
 
@@ -278,18 +283,18 @@ def test_a_recorded_run_is_exported_again_as_it_recorded_it(tmp_path: Path) -> N
     textfiles = tmp_path / "prom"
     textfiles.mkdir()
     dead = "http://127.0.0.1:9/"  # discard port: nothing listens
-    run = run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles), "--pushgateway", dead)
+    run = run_cli_here("judge", str(run_dir), "--metrics-textfile", str(textfiles), "--pushgateway", dead)
     assert run.rc == 1, run.stdout + run.stderr
     written = textfiles / metrics_export.textfile_name(recorded["env"])
     assert written.read_text() == render(metrics.families(recorded))
     assert f"metrics: textfile {written}: " in run.stdout
     assert f"metrics: pushgateway {dead} FAILED: " in run.stdout
     as_json = json.loads(
-        run_cli("judge", str(run_dir), "--json", "--metrics-textfile", str(textfiles)).stdout
+        run_cli_here("judge", str(run_dir), "--json", "--metrics-textfile", str(textfiles)).stdout
     )
     assert [(e["to"], e["ok"]) for e in as_json["exports"]] == [("textfile", True)]
     assert sorted(p.name for p in textfiles.iterdir()) == [written.name]  # renamed into place, no temp left
-    bad = run_cli("judge", str(run_dir), "--pushgateway", "gw:9091")
+    bad = run_cli_here("judge", str(run_dir), "--pushgateway", "gw:9091")
     assert_one_line_error(bad, "--pushgateway", "is not an http(s) URL")
 
 
@@ -306,7 +311,7 @@ def test_an_older_run_is_never_exported_over_a_newer_runs_textfile(tmp_path: Pat
     newest = "20261102T020000.512Z-t"
     newer_text = render(metrics.families(recorded | {"run_id": newest, "ended": "2026-11-02T02:30:00Z"}))
     written.write_text(newer_text)
-    refused = run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles))
+    refused = run_cli_here("judge", str(run_dir), "--metrics-textfile", str(textfiles))
     assert_one_line_error(
         refused,
         f"--metrics-textfile: {written} holds the metrics of run {newest}, newer than run "
@@ -317,14 +322,14 @@ def test_an_older_run_is_never_exported_over_a_newer_runs_textfile(tmp_path: Pat
     assert refused.stdout == "" and written.read_text() == newer_text
     assert sorted(p.name for p in textfiles.iterdir()) == [written.name]
     # Asked for in so many words, it is written; and over an older run's, or its own, it always is.
-    forced = run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles), "--replace-newer")
+    forced = run_cli_here("judge", str(run_dir), "--metrics-textfile", str(textfiles), "--replace-newer")
     assert forced.rc == 1 and f"metrics: textfile {written}: " in forced.stdout, forced.stdout + forced.stderr
     assert written.read_text() == render(metrics.families(recorded))
-    again = run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles))
+    again = run_cli_here("judge", str(run_dir), "--metrics-textfile", str(textfiles))
     assert again.rc == 1 and f"metrics: textfile {written}: " in again.stdout, again.stdout + again.stderr
     older = recorded | {"run_id": "20261031T020000Z-t", "ended": "2026-10-31T02:30:00Z"}
     written.write_text(render(metrics.families(older)))
-    assert run_cli("judge", str(run_dir), "--metrics-textfile", str(textfiles)).rc == 1
+    assert run_cli_here("judge", str(run_dir), "--metrics-textfile", str(textfiles)).rc == 1
     assert written.read_text() == render(metrics.families(recorded))
 
 

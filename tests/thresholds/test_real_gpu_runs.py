@@ -27,7 +27,7 @@ from pav.thresholds.burn_series import summarize_burn, summarize_sdc
 from pav.thresholds.derive import PER_GPU, derive_host
 from pav.thresholds.hardware import read_hardware
 from pav.thresholds.sdc_parts import sdc_problems
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 
 FIXTURES = Path(__file__).parent / "fixtures"
 H100_GPU = "GPU 0 (00000000:00:06.0, GPU-cb742177-16ad-07fd-6e4c-07514ed69b1d)"
@@ -224,7 +224,7 @@ def test_real_nvml_facts_derive_every_gate_a_one_gpu_host_needs() -> None:
 
 
 def test_gates_command_on_a_real_run() -> None:
-    run = run_cli("gates", "--results", str(FIXTURES / "h100-1gpu-healthy.json"))
+    run = run_cli_here("gates", "--results", str(FIXTURES / "h100-1gpu-healthy.json"))
     assert run.rc == 0, run.stdout + run.stderr
     assert "localhost: 1x NVIDIA H100 80GB HBM3 (facts from nvml)" in run.stdout
     assert "MISSING" not in run.stdout
@@ -237,7 +237,7 @@ def test_judge_command_on_the_real_runs(capsys: pytest.CaptureFixture[str]) -> N
     through_process = {next(r for r in CALIBRATION if r.verdict == v) for v in ("PASS", "FAIL")}
     for run in CALIBRATION:
         if run in through_process:
-            judged = run_cli("judge", str(FIXTURES / run.fixture))
+            judged = run_cli_here("judge", str(FIXTURES / run.fixture))
             rc, out = judged.rc, judged.stdout + judged.stderr
         else:
             rc = cli.main(["judge", str(FIXTURES / run.fixture)])
