@@ -98,13 +98,26 @@ def run_cli_here(*args: str, env: dict[str, str] | None = None) -> CliRun:
     where the real command would have printed a traceback."""
     from pav import cli
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _stream(), _stream()
     with _as_a_process(env), redirect_stdout(out), redirect_stderr(err):
         try:
             code = cli.main(list(args))
         except SystemExit as exc:  # argparse's usage errors and --help/--version
             code = _exit_status(exc.code, err)
-    return CliRun(code, out.getvalue(), err.getvalue())
+    return CliRun(code, _text(out), _text(err))
+
+
+def _stream() -> io.TextIOWrapper:
+    """A real process's kind of stream, not a StringIO: the first in-process use of Ansible in a worker
+    makes its Display, which patches sys.stdout and sys.stderr (their buffer, reconfigure) and warns on
+    stderr where it cannot, so a StringIO would put two warnings before the error line, in whichever test
+    came first (seen with 4 fast-lane workers)."""
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    return stream.buffer.getvalue().decode()  # type: ignore[attr-defined]
 
 
 @contextmanager
@@ -129,7 +142,7 @@ def _as_a_process(env: dict[str, str] | None) -> Iterator[None]:
         forget()
 
 
-def _exit_status(code: object, err: io.StringIO) -> int:
+def _exit_status(code: object, err: io.TextIOWrapper) -> int:
     """SystemExit's code as the process's exit status: None is 0, a message is printed and is 1."""
     if code is None or isinstance(code, int):
         return code or 0
