@@ -6,7 +6,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -124,22 +123,19 @@ def _text(stream: io.TextIOWrapper) -> str:
 def _as_a_process(env: dict[str, str] | None) -> Iterator[None]:
     """What a CLI process would have of its own, given back after it: the environment (the CLI takes
     secrets out of it and marks it for its children), the cwd, and pav's signal handlers and state."""
-    from tests.driver.signals import SIGNALS, forget
+    from tests.driver.signals import handlers_given_back
 
     environ = dict(os.environ)
-    handlers = {signum: signal.getsignal(signum) for signum in SIGNALS}
     cwd = os.getcwd()
     os.environ.update(env or {})
     os.chdir(ROOT)
     try:
-        yield
+        with handlers_given_back():
+            yield
     finally:
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(environ)
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-        forget()
 
 
 def _exit_status(code: object, err: io.TextIOWrapper) -> int:

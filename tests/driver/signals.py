@@ -15,8 +15,16 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 @contextmanager
 def pav_handlers() -> Iterator[None]:
     """pav's SIGINT/SIGTERM handlers while the block runs, as cli.main installs them."""
+    with handlers_given_back():
+        interrupts.install()
+        yield
+
+
+@contextmanager
+def handlers_given_back() -> Iterator[None]:
+    """Whatever the block installs (cli.main installs pav's handlers), the handlers before it and a pav
+    no signal reached are back after it."""
     before = {signum: signal.getsignal(signum) for signum in SIGNALS}
-    interrupts.install()
     try:
         yield
     finally:

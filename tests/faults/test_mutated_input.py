@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 
 from pav import cli, paths
 from tests.conftest import ROOT
+from tests.driver.signals import handlers_given_back
 
 pytestmark = pytest.mark.slow  # hundreds of generated inputs through the real CLI
 
@@ -98,10 +98,8 @@ def mutated(draw: st.DrawFn, target: str) -> tuple[str, Mutation, bytes]:
 
 @pytest.fixture
 def restored_signals() -> Iterator[None]:
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for signum, handler in saved.items():
-        signal.signal(signum, handler)
+    with handlers_given_back():
+        yield
 
 
 def place(base: Path, target: str, content: bytes) -> tuple[list[str], Path, dict[str, str]]:
