@@ -12,12 +12,16 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pav.provisioning import sim
 from tests.docs_quotes import assert_documented
 from tests.report.prom import PUSHGATEWAY, daemon, scrape
+
+if TYPE_CHECKING:
+    from tests.faults.conftest import Configured
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = ROOT / "payload"  # pav_payload, importable in tests through pytest's pythonpath
@@ -232,3 +236,44 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
     assert len(run_dirs) == 1, (run_dirs, run.stdout, run.stderr)
     output = run.stdout + run.stderr
     return LocalRun(run.rc, output, root, run_dirs[0], run.stdout, textfiles, gateway, pushed)
+
+
+@pytest.fixture(scope="session")
+def sim_deps() -> None:
+    """Make sure sshd, ip and MPI are installed (a no-op when they are)."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        pytest.skip("simulated hosts need root on Linux (namespaces, mounts)")
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "install-sim-deps")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if result.returncode != 0:
+        pytest.fail("scripts/install-sim-deps failed:\n" + result.stdout + result.stderr)
+
+
+@pytest.fixture(scope="session")
+def configured(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Configured]:
+    """The sim env's default run on 3 hosts, kept (tests/faults/conftest.py's Configured), once per session:
+    tests/sim/test_sim_env.py judges the run, the faults validate on its hosts (issue 49: one provision and
+    configure, not two). Its teardown comes last and must leave nothing."""
+    from tests.faults.conftest import Configured, Sandbox  # here: that module imports this one
+
+    box = Sandbox(tmp_path_factory.mktemp("configured")).open()
+    try:
+        up = box.cli("--env", "sim", "--keep", run="setup", timeout=1500)
+        assert up.rc == 0, up.stdout + up.stderr
+        yield Configured(box, up)
+        # The hosts are the setup run's, kept: only a run that names it may destroy them.
+        kept = box.results("setup")["run_id"]
+        down = box.cli("--env", "sim", "--stages", "teardown", "--reuse", kept, run="down")
+        assert down.rc == 0, down.stdout + down.stderr
+        assert len(box.results("down")["destroyed"]) == 4  # the network and 3 hosts
+        assert box.left(("setup", "down")) == []
+        assert not sim.subnet_file(box.state).exists()  # the subnet is free for the next cluster to probe
+        # Nor does the script's record of it: a next run may be given another id or subnet.
+        assert sorted(p.name for p in (box.state / "sim").iterdir()) == []
+    finally:
+        box.close()

@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, CliRun, run_cli
-from tests.sim.conftest import sim_deps  # noqa: F401  (the fixture, for the tests that use sim hosts)
 from tests.sim.leftovers import cluster_id, leftovers
 
 SIM_HOSTS = ROOT / "scripts" / "sim-hosts"
@@ -130,13 +129,15 @@ def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
 
 @dataclass
 class Configured:
-    """A sim cluster of 3 hosts, provisioned and configured once, for the faults that need only validate.
+    """The sim env's default run (3 hosts, every stage but teardown: --keep), made once: test_sim_env judges
+    that run, and the faults that need only validate use its hosts (tests/conftest.py's `configured`).
 
     Tests reach it through a static inventory (--inventory) of some of its hosts: their teardown leaves
     the hosts up. Hosts 0 and 1 are for tests that leave them as they found them; host 2 may be killed.
     """
 
     box: Sandbox
+    setup: CliRun  # the default run that made the hosts
 
     @property
     def names(self) -> list[str]:
@@ -163,25 +164,6 @@ class Configured:
 
     def remote_run_dir(self, index: int, run_id: str) -> Path:
         return self.host_dir(index) / "var" / "tmp" / "pav" / "runs" / run_id
-
-
-@pytest.fixture(scope="session")
-def configured(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Configured]:  # noqa: F811
-    box = Sandbox(tmp_path_factory.mktemp("configured")).open()
-    try:
-        # No MPI: none of its tests starts an MPI program (a configure without validate would set it up for
-        # whatever runs next: ~20 module runs and a compile per host).
-        up = box.cli("--env", "sim", "--hosts", "3", "--stages", "provision,configure", "--keep",
-                     "-e", "pav_install_mpi=false", run="setup")  # fmt: skip
-        assert up.rc == 0, up.stdout + up.stderr
-        yield Configured(box)
-        # The hosts are the setup run's, kept: only a run that names it may destroy them.
-        kept = box.results("setup")["run_id"]
-        down = box.cli("--env", "sim", "--stages", "teardown", "--reuse", kept, run="down")
-        assert down.rc == 0, down.stdout + down.stderr
-        assert box.left(("setup", "down")) == []
-    finally:
-        box.close()
 
 
 def terraform_resources(state: Path) -> list[str]:

@@ -1,9 +1,7 @@
 """Fixtures for the simulated-host tests (scripts/sim-hosts)."""
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,24 +11,6 @@ import pytest
 
 from pav.provisioning import keeper
 from tests.conftest import CliRun, run_cli
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def sim_deps():
-    """Make sure sshd, ip and MPI are installed (a no-op when they are)."""
-    if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        pytest.skip("simulated hosts need root on Linux (namespaces, mounts)")
-    result = subprocess.run(
-        [str(REPO / "scripts" / "install-sim-deps")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    if result.returncode != 0:
-        pytest.fail("scripts/install-sim-deps failed:\n" + result.stdout + result.stderr)
 
 
 @dataclass
