@@ -1,9 +1,18 @@
 import os
 import sys
 
-from pav_payload.cli import main
-
 if __name__ == "__main__":
+    if sys.argv[1:] == ["facts"]:
+        # The node's state without torch: NVML, nvidia-smi and dmesg answer in a fraction of a second,
+        # where the other subcommands' torch import alone takes seconds of CPU (a preflight's budget,
+        # issue 50). The same JSON as the parser's `facts` subcommand.
+        from pav_payload.gpu_facts import facts_json
+
+        print(facts_json(), flush=True)
+        os._exit(0)
+
+    from pav_payload.cli import main
+
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

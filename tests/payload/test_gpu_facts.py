@@ -638,11 +638,13 @@ def test_collect_with_neither_says_why() -> None:
 
 def facts_subprocess(tmp_path: Path, tools: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``python -m pav_payload facts`` with PATH holding only ``tools`` (name -> sh script) and pynvml
-    unimportable, whatever this machine has installed."""
+    unimportable, whatever this machine has installed. torch is unimportable too: the node's state is read
+    without it (a torch import alone costs seconds)."""
     bin_dir, blocked = tmp_path / "bin", tmp_path / "blocked"
     bin_dir.mkdir()
     blocked.mkdir()
     (blocked / "pynvml.py").write_text("raise ImportError('pynvml blocked by the test')\n")
+    (blocked / "torch.py").write_text("raise ImportError('torch blocked by the test')\n")
     for name, script in tools.items():
         (bin_dir / name).write_text("#!/bin/sh\n" + script)
         (bin_dir / name).chmod(0o755)
