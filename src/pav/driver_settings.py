@@ -15,6 +15,7 @@ from pav.k8s_settings import K8sSettings, default_k8s_settings
 
 PLATFORMS = ("hosts", "k8s")
 LAUNCHERS = ("direct", "slurm")
+GPU_LEFTOVERS = ("stop", "warn")  # pav_gpu_leftovers (thresholds/leftovers.py's POLICIES)
 PREFIX = "pav_"
 # A field that is what the same load read for another reader, not a pav_* key.
 NOT_A_KEY = {"key": False}
@@ -36,6 +37,9 @@ class Settings:
     ssh_timeout_s: int = 300  # how long new hosts get to answer SSH
     isolate: bool = True  # re-run a failing multi-host test on pairs of hosts to name the bad one
     fold_launches: bool = True  # a host's torch tests of one world shape run as one suite (suites.py)
+    # A GPU another process holds when the tests start: stop the run before them, or warn and go on
+    # (thresholds/leftovers.py).
+    gpu_leftovers: str = "stop"
     platform: str = "hosts"  # hosts: Ansible over SSH; k8s: PyTorchJob/MPIJob (docs/kubernetes.md)
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
@@ -80,6 +84,9 @@ def settings_from(data: dict[str, Any], source: str, base: Settings | None = Non
         raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")
     if settings.burn_in_s < 0:
         raise PavError(f"{source}: pav_burn_in_s must be 0 (no burn-in) or a number of seconds")
+    if settings.gpu_leftovers not in GPU_LEFTOVERS:
+        choices = " or ".join(GPU_LEFTOVERS)
+        raise PavError(f"{source}: pav_gpu_leftovers must be {choices}, got {settings.gpu_leftovers!r}")
     if settings.platform not in PLATFORMS:
         raise PavError(f"{source}: pav_platform must be {' or '.join(PLATFORMS)}, got {settings.platform!r}")
     return settings

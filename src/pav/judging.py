@@ -24,7 +24,7 @@ from pav.nccl_tests.grade import grade
 from pav.nccl_tests.parse import NcclLog, Placement, Row
 from pav.results import HostRecord, TestResult
 from pav.slurm.record import attach_jobs, name_job_in_reason
-from pav.thresholds import health
+from pav.thresholds import health, leftovers
 from pav.thresholds.apply import (
     CHOSEN_WITHOUT_GATES,
     Derivation,
@@ -138,8 +138,9 @@ class Judge:
         return out
 
     def _again(self, rec: TestResult, run_dir: Path | None) -> TestResult | None:
-        """The test judged by today's profile gates, or None where its recorded outcome must stand."""
-        if not explained_by_gates(rec):
+        """The test judged by today's profile gates, or None where its recorded outcome must stand (as
+        gpu_leftovers' does: the GPUs' processes when the tests were to start, decided before any test)."""
+        if rec.name == leftovers.NAME or not explained_by_gates(rec):
             return None
         spec = catalog.spec_of(rec.name)
         launch = recorded_launch(rec, spec, run_dir) if run_dir is not None and spec else None

@@ -21,7 +21,7 @@ from pav.launches import Launch
 from pav.reporting.history import MIN_RUNS
 from pav.results import HostRecord, TestResult
 from pav.stages import report
-from pav.thresholds import health
+from pav.thresholds import health, leftovers
 from tests.driver.contexts import context
 from tests.thresholds.test_real_gpu_runs import CALIBRATION, FIXTURES, Run
 
@@ -38,6 +38,9 @@ def collected(run: Run, where: Path, options: Options | None = None) -> RunConte
     for name in WRITTEN:
         (run_dir / name).unlink(missing_ok=True)
     tests = [TestResult(**t) for t in recorded["tests"] if t["name"] != health.NAME]
+    # validate's own result before any launch (the GPUs' processes), no test of the catalog
+    held = [t for t in tests if t.name == leftovers.NAME]
+    tests = [t for t in tests if t not in held]
     chosen = options or Options(results_root=where / "no-runs", burn_in_s=_burn_in_s(tests))
     ctx = context(0, options=chosen, tests=_names(tests))
     ctx.run_dir = run_dir
@@ -50,7 +53,7 @@ def collected(run: Run, where: Path, options: Options | None = None) -> RunConte
     # What validate planned but did not launch (a 1-GPU node skips the 2-GPU tests), and a launch that left no
     # raw results (mpirun that never started a rank, a test a SIGINT stopped), it recorded as they stand.
     as_recorded = [t for t in tests if t.status == "skipped" or not _has_raw_results(t, run_dir)]
-    ctx.results.tests.extend(as_recorded)
+    ctx.results.tests.extend(held + as_recorded)
     ctx.launches = launches([t for t in tests if t not in as_recorded], run_dir)
     return ctx
 

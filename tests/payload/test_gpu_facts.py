@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +43,8 @@ from tests.conftest import PAYLOAD
 
 TOP_KEYS = {"source", "driver", "nvml_version", "missing", "devices", "xid"}
 DEVICE_KEYS = {
-    "index", "name", "uuid", "pci_bus_id", "memory_total_mib", "sm_clock_max_mhz", "pcie", "nvlink", "ecc",
-    "remapped_rows", "clock_event_reasons", "power", "missing",
+    "index", "name", "uuid", "pci_bus_id", "memory_total_mib", "memory_used_mib", "processes",
+    "sm_clock_max_mhz", "pcie", "nvlink", "ecc", "remapped_rows", "clock_event_reasons", "power", "missing",
 }  # fmt: skip
 LINK_KEYS = {"link", "up", "remote_bus_id", "remote_type", "speed_mbps"}
 NO_NVLINK = {"version": None, "links_total": 0, "links_up": 0, "links": []}
@@ -338,6 +340,8 @@ class FakeGpu:
     links: dict[int, tuple[bool, str, int]] = field(default_factory=dict)  # link -> (up, remote bus, type)
     refuse: set[str] = field(default_factory=set)  # pynvml functions that raise NotSupported on this GPU
     lost: bool = False
+    processes: list[tuple[int, int | None]] = field(default_factory=list)  # (pid, bytes or None)
+    used_bytes: int = 0
 
 
 def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
@@ -389,7 +393,16 @@ def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
     per_gpu("nvmlDeviceGetName", lambda g: g.name)
     per_gpu("nvmlDeviceGetUUID", lambda g: g.uuid)
     per_gpu("nvmlDeviceGetPciInfo", lambda g: SimpleNamespace(busId=g.bus.encode()))
-    per_gpu("nvmlDeviceGetMemoryInfo", lambda g: SimpleNamespace(total=g.memory_bytes, free=0, used=0))
+    per_gpu(
+        "nvmlDeviceGetMemoryInfo",
+        lambda g: SimpleNamespace(
+            total=g.memory_bytes, free=g.memory_bytes - g.used_bytes, used=g.used_bytes
+        ),
+    )
+    per_gpu(
+        "nvmlDeviceGetComputeRunningProcesses",
+        lambda g: [SimpleNamespace(pid=p, usedGpuMemory=b) for p, b in g.processes],
+    )
     per_gpu("nvmlDeviceGetMaxClockInfo", lambda g, clock: 1980)
     per_gpu("nvmlDeviceGetCurrPcieLinkGeneration", lambda g: 5)
     per_gpu("nvmlDeviceGetMaxPcieLinkGeneration", lambda g: 5)
@@ -434,6 +447,37 @@ def nvl_pair() -> list[FakeGpu]:
             refuse={"nvmlDeviceGetRemappedRows", "nvmlDeviceGetPowerManagementDefaultLimit"},
         ),
     ]  # fmt: skip
+
+
+def test_nvml_lists_the_processes_holding_each_gpu(tmp_path: Path) -> None:
+    """What the 4x H200 recording (tests/payload/fixtures/node-state/h200x4-leftover-85pct-gpu0.json) had
+    NVML say of GPU 0 with a torch process holding 85% of it: PID 1068, 128,140,181,504 bytes, 128,794,361,856
+    of 150,754,820,096 in use; GPU 1 idle with 648,347,648 bytes in use (the driver's) and no process.
+    A process of this host is named with its owner; one whose PID is not visible here (another container,
+    as 1068 is here) keeps its PID and memory; the reader itself is never listed."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    comm = Path(f"/proc/{sleeper.pid}/comm")
+    for _ in range(100):  # until the fork has become sleep
+        if comm.read_text().strip() == "sleep":
+            break
+        time.sleep(0.05)
+    try:
+        gpus = [
+            FakeGpu("NVIDIA H200", "GPU-0", "00000000:00:06.0", 150754820096, used_bytes=128794361856,
+                    processes=[(1068, 128140181504), (sleeper.pid, None), (os.getpid(), 1 << 20)]),
+            FakeGpu("NVIDIA H200", "GPU-1", "00000000:00:07.0", 150754820096, used_bytes=648347648),
+        ]  # fmt: skip
+        first, second = _round_trip(read_nvml(fake_pynvml(gpus)))["devices"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert (first["memory_total_mib"], first["memory_used_mib"]) == (143771, 122827)
+    user = pwd.getpwuid(os.getuid()).pw_name
+    assert first["processes"] == [
+        {"pid": 1068, "used_mib": 122204, "name": None, "user": None},  # nvidia-smi said 122204 MiB too
+        {"pid": sleeper.pid, "used_mib": None, "name": "sleep", "user": user},
+    ]
+    assert (second["memory_used_mib"], second["processes"]) == (618, [])
 
 
 def test_nvml_two_gpus_joined_by_nvlink() -> None:

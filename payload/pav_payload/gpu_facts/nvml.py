@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from pav_payload.gpu_facts.decode import decode_clock_reasons, normalize_bus_id, nvml_text
 from pav_payload.gpu_facts.missing import Missing
 from pav_payload.gpu_facts.nvlink import read_nvlink, resolve_remote_types
-from pav_payload.gpu_facts.output import Device, Ecc, GpuFacts, Pcie, Power, RemappedRows
+from pav_payload.gpu_facts.output import Device, Ecc, GpuFacts, GpuProcess, Pcie, Power, RemappedRows
 
 MIB = 1 << 20
 
@@ -41,6 +44,10 @@ def _nvml_device(nvml: ModuleType, index: int) -> Device:
         memory_total_mib=missing.read(
             "memory_total_mib", lambda: int(nvml.nvmlDeviceGetMemoryInfo(h).total) // MIB
         ),
+        memory_used_mib=missing.read(
+            "memory_used_mib", lambda: int(nvml.nvmlDeviceGetMemoryInfo(h).used) // MIB
+        ),
+        processes=missing.read("processes", lambda: _nvml_processes(nvml, h)),
         sm_clock_max_mhz=missing.read(
             "sm_clock_max_mhz", lambda: int(nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_SM))
         ),
@@ -104,3 +111,29 @@ def _nvml_clock_reasons(nvml: ModuleType, h: Any) -> list[str]:
     if read is None:  # bindings before the 535 driver spell it "throttle"
         read = nvml.nvmlDeviceGetCurrentClocksThrottleReasons
     return decode_clock_reasons(int(read(h)))
+
+
+def _nvml_processes(nvml: ModuleType, h: Any) -> list[GpuProcess]:
+    """The compute processes on the GPU, but this one (the reader holds no context, but a caller might)."""
+    mine = os.getpid()
+    out = []
+    for proc in nvml.nvmlDeviceGetComputeRunningProcesses(h):
+        pid = int(proc.pid)
+        if pid == mine:
+            continue
+        used = getattr(proc, "usedGpuMemory", None)  # None: NVML_VALUE_NOT_AVAILABLE (a container's)
+        out.append(GpuProcess(pid, int(used) // MIB if used is not None else None, *_owner(pid)))
+    return out
+
+
+def _owner(pid: int, proc: Path = Path("/proc")) -> tuple[str | None, str | None]:
+    """(name, user) of a process of this host; (None, None) where its PID is not visible here."""
+    try:
+        name = (proc / str(pid) / "comm").read_text().strip()
+        uid = (proc / str(pid)).stat().st_uid
+    except OSError:
+        return None, None
+    try:
+        return name, pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return name, str(uid)

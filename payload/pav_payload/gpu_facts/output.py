@@ -59,12 +59,24 @@ class Power:
 
 
 @dataclass
+class GpuProcess:
+    """A compute process holding the GPU when the facts were read (issue 50: a leftover is a user problem)."""
+
+    pid: int
+    used_mib: int | None = None  # None where NVML cannot say (a process of another container, some drivers)
+    name: str | None = None  # /proc/PID/comm; None where the PID is not this host's to see (a container)
+    user: str | None = None  # the owner of /proc/PID, by name where the host knows it, else its uid
+
+
+@dataclass
 class Device:
     index: int
     name: str | None = None
     uuid: str | None = None
     pci_bus_id: str | None = None
     memory_total_mib: int | None = None
+    memory_used_mib: int | None = None  # ~0.5 GiB on an idle H100 or H200: the driver's own
+    processes: list[GpuProcess] | None = None  # compute processes; None: not read (see missing)
     sm_clock_max_mhz: int | None = None
     pcie: Pcie = field(default_factory=Pcie)
     nvlink: NvLink = field(default_factory=NvLink.unknown)

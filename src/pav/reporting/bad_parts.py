@@ -37,6 +37,7 @@ class Figure:
     basis: str  # absolute | relative | profile | problem | reason
     cause: str
     score: float  # value over its bound: lower is worse; 0 for what has no figure
+    category: str = "hardware"  # user: the user's to fix, not the part's (a GPU another process holds)
 
     @property
     def measured(self) -> str:
@@ -71,10 +72,16 @@ class BadPart:
     def where(self) -> str:
         return " ".join(x for x in (", ".join(self.hosts), self.part) if x)
 
+    @property
+    def category(self) -> str:
+        """hardware, or user: what the worst figure says of whose problem it is (thresholds/leftovers.py)."""
+        return self.worst.category
+
     def line(self) -> str:
         more = f" (and {self.more} more failing)" if self.more else ""
         tests = ", ".join(self.tests)
-        return f"{self.where}: {self.worst.text()}{more} [{tests}]; likely cause: {self.worst.cause}"
+        user = " (a user problem)" if self.category == "user" else ""
+        return f"{self.where}{user}: {self.worst.text()}{more} [{tests}]; likely cause: {self.worst.cause}"
 
 
 def find(results: dict[str, Any]) -> list[BadPart]:
@@ -96,7 +103,10 @@ def figures(test: dict[str, Any]) -> list[tuple[str, Figure]]:
     name, metrics = str(test.get("name")), test.get("metrics") or {}
     threshold = test.get("threshold") or {}
     problems = [p for p in threshold.get("problems") or [] if isinstance(p, dict)]
-    out = [(str(p.get("part")), _problem(name, str(p.get("problem")))) for p in problems]
+    out = [
+        (str(p.get("part")), _problem(name, str(p.get("problem")), str(p.get("category") or "")))
+        for p in problems
+    ]
     gates = [g for g in threshold.get("gates") or [] if isinstance(g, dict)]
     out += [(str(g.get("part") or "host"), _derived(name, g)) for g in gates if _derived_fails(g)]
     if not problems:  # gpu_health's one gate counts its problems, each listed above
@@ -172,8 +182,9 @@ def _profile(test: str, raw: dict[str, Any], metrics: dict[str, Any]) -> Figure 
     )
 
 
-def _problem(test: str, problem: str) -> Figure:
-    return Figure(test, "", None, "", problem, "problem", causes.problem_cause(problem), 0.0)
+def _problem(test: str, problem: str, category: str = "") -> Figure:
+    cause = causes.problem_cause(problem)
+    return Figure(test, "", None, "", problem, "problem", cause, 0.0, category or "hardware")
 
 
 def _part(hosts: tuple[str, ...], part: str, figs: list[Figure], suspects: set[str]) -> BadPart:

@@ -119,6 +119,8 @@ FIGURE_RULES: tuple[tuple[str, str], ...] = (
 )
 # gpu_health's problems, by what the problem says.
 PROBLEM_RULES: tuple[tuple[str, str], ...] = (
+    (r"PID \d+ .*holds|in use by no process", "a user problem, not the hardware: another process holds the "
+     "GPU (a job that did not end, a notebook, someone else's run); end it, then run again"),
     (r"^SDC: ", "silent data corruption: the GPU computed another result from the same inputs; drain it and "
      "run the vendor's diagnostics (dcgmi diag -r 4), replace it if they or a re-run agree"),
     (r"NVLink link \d+ down", "an NVLink link down: reset the GPU; a link that stays down is a board or "

@@ -135,11 +135,14 @@ def nothing_to_recheck(mark: str, looked: list[str], flag: str) -> str:
 
 
 def reason(run_id: str, part: bad_parts.BadPart, tests: tuple[str, ...], more: int = 0) -> str:
-    """ "pav RUN_ID: <part> <figure> < <gate> [tests]", cut to REASON_CHARS in the figure, never in the
-    run id or the tests (a recheck reads both)."""
+    """ "pav RUN_ID: <part> <figure> < <gate> [tests]" ("pav RUN_ID: user problem: <part> ..." for a part
+    another process holds), cut to REASON_CHARS in the figure, never in the run id or the tests (a recheck
+    reads both)."""
     head, tail = f"{PREFIX}{run_id}: ", f" [{','.join(tests)}]"
     where = part.part or ("fabric" if len(part.hosts) > 1 else "host")
-    figure = f"{where} {part.worst.measured}{bound(part.worst.gate)}"
+    # A part another process holds: the operator reads whose problem it is before the figure (issue 50).
+    whose = "user problem: " if part.category == "user" else ""
+    figure = f"{whose}{where} {part.worst.measured}{bound(part.worst.gate)}"
     figure += f" +{more} more" if more else ""
     room = max(REASON_CHARS - len(head) - len(tail), 8)
     if len(figure) > room:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
 from pav.stages import recheck
 from pav.stages.playbook import FETCHED, play, raise_for_hosts, record_hosts, torn_down
+from pav.thresholds import leftovers
 
 
 def host_views(ctx: RunContext) -> list[HostView]:
@@ -44,7 +46,26 @@ def plan(ctx: RunContext) -> None:
     )
 
 
+def held_gpus(ctx: RunContext) -> str:
+    """GPUs other processes hold (facts.gpus, read at configure): a gpu_leftovers result per GPU host and a
+    line per GPU held; under pav_gpu_leftovers: stop (the default), its detail when no test may run."""
+    found = leftovers.find(
+        {h.name: ctx.results.hosts[h.name] for h in ctx.hosts if h.name in ctx.results.hosts}
+    )
+    policy = ctx.settings.gpu_leftovers
+    ctx.results.tests.extend(leftovers.results(found, policy))
+    held = [x for xs in found.values() for x in xs]
+    for leftover in held:
+        print(f"{'warning' if policy == 'warn' else 'stop'}: {leftover.line()}", file=sys.stderr)
+    if not held or policy == "warn":
+        return ""
+    return f"stopped before the tests: {len(held)} GPU(s) held by other processes ({leftovers.NAME})"
+
+
 def run(ctx: RunContext) -> str:
+    stopped = held_gpus(ctx)
+    if stopped:
+        return stopped
     plan(ctx)
     if not ctx.hosts:
         return "nothing to launch: no host is left in the run (--allow-missing)"

@@ -1,0 +1,105 @@
+"""GPUs that another process holds when the tests are about to start (issue 50): one `gpu_leftovers` result
+per GPU host, from the facts configure read (facts.gpus: NVML's compute processes and memory in use).
+
+A leftover is a user problem, not the hardware's: a job that did not end, a notebook left open, someone
+else's run. Tests on such a GPU fail with out-of-memory errors or run slow, and their gates then blame the
+GPU or its links (issue 50 saw a healthy H100 called corrupt). So the run stops before its tests and says
+which process to end (pav_gpu_leftovers: stop, the default), or goes on and says so (warn).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pav.results import HostRecord, TestResult
+from pav.thresholds.hardware import normalize_bus_id, read_hardware
+
+NAME = "gpu_leftovers"
+CATEGORY = "user"  # the bad part's category: the user's to fix, not the hardware (bad_parts, causes)
+# Memory in use that no process NVML lists accounts for: an idle H100 or H200 shows 0.5-0.6 GiB, the
+# driver's own (tests/payload/fixtures/node-state). More is held from where this host cannot see: a process
+# of another container or PID namespace.
+UNSEEN_MIB = 2048
+WARN = "set pav_gpu_leftovers: warn to run the tests anyway (docs/configuration.md)"
+
+
+@dataclass(frozen=True)
+class Leftover:
+    host: str
+    gpu: str  # the GPU's label, as gpu_health and the speed gates name it
+    problem: str  # what holds it: "PID 1068 (python3, user root) holds 122204 MiB"
+    pid: int | None = None  # None: memory held by no process this host can see
+
+    def line(self) -> str:
+        """The run's one line about this GPU: what holds it and how to clear it."""
+        fix = f"end it (kill {self.pid})" if self.pid else "end what holds it (nvidia-smi on the machine)"
+        return f"{self.host} {self.gpu}: {self.problem}: a user problem, not the hardware: {fix}, or {WARN}"
+
+
+def find(hosts: dict[str, HostRecord]) -> dict[str, list[Leftover]]:
+    """The leftovers of each GPU host whose facts read the GPUs' processes (NVML); hosts without are left
+    out (CPU hosts, nvidia-smi's fallback, facts read before this check existed)."""
+    found = {}
+    for name, record in hosts.items():
+        devices = _devices(name, record.facts)
+        if devices is not None:
+            found[name] = [x for label, device in devices for x in _held(name, label, device)]
+    return found
+
+
+def results(found: dict[str, list[Leftover]], policy: str) -> list[TestResult]:
+    """One result per host: pass, fail naming each GPU held (stop), or skipped saying so (warn)."""
+    out = []
+    for host, leftovers in found.items():
+        problems = [f"{x.gpu}: {x.problem}" for x in leftovers]
+        metrics = {"gpus_held": len({x.gpu for x in leftovers})}
+        why = "no process but the run's holds a GPU when the tests start (facts.gpus: NVML)"
+        threshold: dict[str, Any] = {"gates": [{"metric": "gpus_held", "max": 0, "why": why}]}
+        if leftovers:
+            threshold["problems"] = [
+                {"part": x.gpu, "problem": x.problem, "category": CATEGORY} for x in leftovers
+            ]
+        if not leftovers:
+            status, reason = "pass", ""
+        elif policy == "warn":
+            status, reason = "skipped", "not judged (pav_gpu_leftovers: warn): " + "; ".join(problems)
+        else:
+            status, reason = "fail", "; ".join(problems)
+        out.append(TestResult(NAME, [host], status, reason, metrics, threshold))
+    return out
+
+
+def _devices(host: str, facts: dict[str, Any]) -> list[tuple[str, dict[str, Any]]] | None:
+    """(label, NVML device facts) of each GPU the host owns; None where the processes were not read."""
+    gpus = facts.get("gpus")
+    if not isinstance(gpus, dict) or gpus.get("source") != "nvml" or not gpus.get("devices"):
+        return None
+    devices = gpus["devices"]
+    if not any(isinstance(d.get("processes"), list) for d in devices):
+        return None
+    # A host given part of a machine's GPUs (preflight_gpu_ids) answers for those alone: NVML lists all.
+    owned = {gpu.bus_id: gpu.label() for gpu in read_hardware(host, facts).gpus}
+    return [
+        (owned[bus], d) for d in devices if (bus := normalize_bus_id(str(d.get("pci_bus_id") or ""))) in owned
+    ]
+
+
+def _held(host: str, label: str, device: dict[str, Any]) -> list[Leftover]:
+    processes = device.get("processes")
+    if not isinstance(processes, list):
+        return []
+    out = [Leftover(host, label, _process(p), int(p["pid"])) for p in processes]
+    used = device.get("memory_used_mib")
+    if not processes and isinstance(used, int) and used > UNSEEN_MIB:
+        total = device.get("memory_total_mib")
+        of = f" of {total}" if isinstance(total, int) else ""
+        unseen = f"{used} MiB{of} in use by no process this host can see (one of another container?)"
+        out.append(Leftover(host, label, unseen))
+    return out
+
+
+def _process(p: dict[str, Any]) -> str:
+    who = ", ".join(x for x in (p.get("name"), f"user {p['user']}" if p.get("user") else None) if x)
+    holds = f"holds {p['used_mib']} MiB" if isinstance(p.get("used_mib"), int) else "holds it"
+    return f"PID {p['pid']}{f' ({who})' if who else ''} {holds}"
