@@ -427,6 +427,12 @@ SUBCOMMANDS = {
         "Print the gates a results.json's host facts derive: limit, fraction, source facts.",
         "exit: 0 every gate derived, 1 a fact is missing, 2 the file cannot be read",
     ),
+    "preflight": Subcommand(
+        "Check this node's state in about a second, no test: GPUs another process holds, and what gpu_health "
+        "names from the facts alone (links, ECC, row remapping, Xids, clocks, power limit). For a Slurm "
+        "Prolog or HealthCheckProgram and a Kubernetes init container (docs/preflight.md).",
+        "exit: 0 the node is fit, 1 a problem (a FAIL: line each), 2 its state could not be read",
+    ),
     "judge": Subcommand(
         "Judge a recorded run (its dir or results.json) again by this release's gates: profile, derived, "
         "gpu_health, scaling; a test its gates did not decide keeps its recorded outcome.",

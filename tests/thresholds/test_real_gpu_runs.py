@@ -140,13 +140,14 @@ CALIBRATION += (
         ("torch_nccl_allreduce", "torch_nccl_collectives", "nccl_tests_all_reduce"),
     ),
 )
-# Session 24 (issue 50): the default local set with gpu_leftovers read at configure PASSes on 1x H100, 2x H100
-# and 1x H200; a process holding 85% of GPU 0's memory (scripts/bench-degraded's leftover case) stops each
-# run before its tests, gpu_leftovers naming the process by PID as a user problem.
+# Session 24 (issue 50): the default local set with gpu_leftovers read at configure PASSes on 1x, 2x and
+# 4x H100 and 1x H200; a process holding 85% of GPU 0's memory (scripts/bench-degraded's leftover case)
+# stops each run before its tests, gpu_leftovers naming the process by PID as a user problem.
 LEFTOVER = "gpu_leftovers"
 H1C_GPU0 = "GPU 0 (00000000:00:06.0, GPU-0bbf9ad7-fbf9-d28d-7947-e940b0fe0e34)"
 H2D_GPU0 = "GPU 0 (00000000:00:06.0, GPU-15dd2230-b1fc-d63b-a2b5-02972878efd0)"
 H200_1C_GPU0 = "GPU 0 (00000000:00:06.0, GPU-080d498c-a23e-ece5-f627-b7a2204aa20d)"
+H4C_GPU0 = "GPU 0 (00000000:00:06.0, GPU-527aab32-5ada-4986-b91c-00c76134d10c)"
 HELD = "(python3, user root) holds"
 CALIBRATION += (
     Run("h100x1c-healthy-default", "PASS"),
@@ -155,6 +156,8 @@ CALIBRATION += (
     Run("h100x2d-leftover-gpu0", "FAIL", f"{H2D_GPU0}: PID 652 {HELD} 69436 MiB", (LEFTOVER,)),
     Run("h200x1c-healthy-default", "PASS"),
     Run("h200x1c-leftover-gpu0", "FAIL", f"{H200_1C_GPU0}: PID 502 {HELD} 122202 MiB", (LEFTOVER,)),
+    Run("h100x4c-healthy-default", "PASS"),
+    Run("h100x4c-leftover-gpu0", "FAIL", f"{H4C_GPU0}: PID 935 {HELD} 69436 MiB", (LEFTOVER,)),
 )
 HEALTHY = [run for run in CALIBRATION if run.verdict == "PASS"]
 GPU_BUSY = [run for run in CALIBRATION if "gpu-busy" in run.fixture]

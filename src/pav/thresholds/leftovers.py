@@ -31,10 +31,13 @@ class Leftover:
     problem: str  # what holds it: "PID 1068 (python3, user root) holds 122204 MiB"
     pid: int | None = None  # None: memory held by no process this host can see
 
+    def fix(self) -> str:
+        return f"end it (kill {self.pid})" if self.pid else "end what holds it (nvidia-smi on the machine)"
+
     def line(self) -> str:
         """The run's one line about this GPU: what holds it and how to clear it."""
-        fix = f"end it (kill {self.pid})" if self.pid else "end what holds it (nvidia-smi on the machine)"
-        return f"{self.host} {self.gpu}: {self.problem}: a user problem, not the hardware: {fix}, or {WARN}"
+        user = f"a user problem, not the hardware: {self.fix()}, or {WARN}"
+        return f"{self.host} {self.gpu}: {self.problem}: {user}"
 
 
 def find(hosts: dict[str, HostRecord]) -> dict[str, list[Leftover]]:

@@ -1,0 +1,124 @@
+"""`provision-and-validate preflight`: this node's state in about a second, no test, for a Slurm Prolog or a
+Kubernetes init container (issue 50). Exit 0 fit, 1 a problem (a `FAIL:` line each), 2 unreadable.
+
+The node's facts are what real machines' NVML said (tests/payload/fixtures/node-state, through
+tests/thresholds/test_leftovers.py's reader; tests/thresholds/fixtures/h100-4gpu-nvml-facts.json, the
+facts command's own output on an idle 4x H100), and this machine's own read, which has no GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pav.commands import preflight
+from tests.conftest import ROOT, run_cli_here
+from tests.thresholds.test_leftovers import recorded
+
+H100X4_FACTS = ROOT / "tests" / "thresholds" / "fixtures" / "h100-4gpu-nvml-facts.json"
+HOST = socket.gethostname()
+
+
+def saved(tmp_path: Path, gpus: dict[str, Any]) -> Path:
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(gpus))
+    return path
+
+
+def test_an_idle_real_node_is_fit() -> None:
+    done = run_cli_here("preflight", "--facts", str(H100X4_FACTS), "--expect-gpus", "4")
+    assert done.rc == 0, done.stdout + done.stderr
+    [line] = done.stdout.splitlines()
+    assert line.startswith(f"OK: {HOST}: 4 GPU(s), none held by another process, no health problem (")
+
+
+def test_a_gpu_another_process_holds_fails_as_a_user_problem(tmp_path: Path) -> None:
+    facts = saved(tmp_path, recorded("h200x4-leftover-85pct-gpu0.json")["gpus"])
+    done = run_cli_here("preflight", "--facts", str(facts))
+    assert done.rc == 1, done.stdout + done.stderr
+    [line] = done.stdout.splitlines()
+    assert line.startswith(f"FAIL: {HOST} GPU 0 (00000000:00:06.0, GPU-")
+    assert line.endswith(
+        ": PID 1068 (python3, user root) holds 122204 MiB (user problem: end it (kill 1068))"
+    )
+
+
+def test_every_problem_is_a_line_and_json_lists_them(tmp_path: Path) -> None:
+    """A held GPU, a GPU missing of the 8 expected, and a link down that gpu_health names: three lines."""
+    gpus = recorded("h200x4-leftover-85pct-gpu0.json")["gpus"]
+    gpus["devices"][1]["nvlink"] = {"version": 4, "links_total": 2, "links_up": 1, "links": [
+        {"link": 0, "up": True, "remote_bus_id": None, "remote_type": "switch", "speed_mbps": 26562},
+        {"link": 1, "up": False, "remote_bus_id": None, "remote_type": "unknown", "speed_mbps": None},
+    ]}  # fmt: skip
+    facts = saved(tmp_path, gpus)
+    done = run_cli_here("preflight", "--facts", str(facts), "--expect-gpus", "8")
+    assert done.rc == 1
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and all(x.startswith(f"FAIL: {HOST} ") for x in lines), lines
+    assert lines[0] == f"FAIL: {HOST} GPUs: 4 GPU(s) of 8 expected (nvml listed 4) (hardware problem)"
+    assert "NVLink link 1 down (hardware problem)" in lines[2]
+    as_json = json.loads(run_cli_here("preflight", "--facts", str(facts), "--json").stdout)
+    assert as_json["ok"] is False and as_json["gpus"] == 4
+    assert [p["category"] for p in as_json["problems"]] == ["user", "hardware"]
+
+
+def test_a_file_that_is_not_the_facts_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"tests": []}')
+    done = run_cli_here("preflight", "--facts", str(bad))
+    assert (done.rc, done.stdout) == (2, "")
+    assert (
+        done.stderr
+        == f"error: {bad} is not the output of `python -m pav_payload facts` (no 'devices' list)\n"
+    )
+
+
+def test_this_machine_read_for_real_has_no_gpu() -> None:
+    """The real read, as a Prolog runs it: a child process of the payload's reader, no torch."""
+    argv = [sys.executable, "-m", "pav", "preflight"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"OK: {HOST}: 0 GPU(s), ")
+    expect = subprocess.run([*argv, "--expect-gpus", "8"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60, check=False)  # fmt: skip
+    assert expect.returncode == 1
+    assert expect.stdout.startswith(f"FAIL: {HOST} GPUs: 0 GPU(s) of 8 expected (")
+
+
+def test_a_read_that_hangs_is_cut_at_the_time_limit(tmp_path: Path) -> None:
+    """NVML unreadable and an nvidia-smi that hangs (a GPU off the bus): exit 2 at --timeout-s, one line."""
+    tools, blocked = tmp_path / "bin", tmp_path / "blocked"
+    tools.mkdir()
+    blocked.mkdir()
+    (blocked / "pynvml.py").write_text("raise ImportError('pynvml blocked by the test')\n")
+    (tools / "nvidia-smi").write_text("#!/bin/sh\nexec sleep 60\n")
+    (tools / "nvidia-smi").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}", "PYTHONPATH": str(blocked)}
+    argv = [sys.executable, "-m", "pav", "preflight", "--timeout-s", "2"]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("error: the GPUs' state was not read in 2 s (NVML or nvidia-smi hung")
+    assert len(done.stderr.splitlines()) == 1
+
+
+def test_expect_gpus_is_a_count(tmp_path: Path) -> None:
+    facts = saved(tmp_path, recorded("h200x4-idle-1.json")["gpus"])
+    none = run_cli_here("preflight", "--facts", str(facts), "--expect-gpus", "0")
+    assert none.rc == 1 and f"FAIL: {HOST} GPUs: 4 GPU(s) of 0 expected" in none.stdout
+    negative = run_cli_here("preflight", "--facts", str(facts), "--expect-gpus", "-1")
+    assert (
+        negative.rc == 2
+        and "argument --expect-gpus: -1 is not a count of GPUs (0 or more)" in negative.stderr
+    )
+
+
+def test_judge_gives_each_problem_its_category_and_fix() -> None:
+    gpus = recorded("h200x4-leftover-85pct-gpu0.json")["gpus"]
+    [held] = preflight.judge("node", gpus, 4)
+    assert (held["category"], held["fix"]) == ("user", "end it (kill 1068)")
+    assert held["problem"] == "PID 1068 (python3, user root) holds 122204 MiB"
+    assert preflight.judge("node", recorded("h200x4-idle-1.json")["gpus"], 4) == []
