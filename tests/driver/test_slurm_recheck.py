@@ -103,6 +103,23 @@ def test_the_recheck_run_narrows_to_the_drained_hosts_and_their_tests() -> None:
     assert ctx.inputs.launcher == "direct"
 
 
+def test_a_node_drained_for_what_the_facts_showed_is_rechecked_by_reading_them_again() -> None:
+    """A drain for gpu_leftovers (a GPU another process held) or gpu_health names no test to launch: the
+    recheck configures the host, whose facts read judges both again, and launches only the catalog's tests
+    the drains name (issue 50)."""
+    ctx = context(2, options=Options(recheck=True, launcher="slurm"))
+    ctx.results.hosts = {h.name: HostRecord(h.name) for h in ctx.hosts}
+    recheck_stage._narrow(ctx, {"h0": ("gpu_leftovers",), "h1": ("gpu_health", "torch_gloo_allreduce")})
+    assert ctx.host_names == ["h0", "h1"]
+    assert [t.name for t in ctx.inputs.tests] == ["torch_gloo_allreduce"]
+    held = {"name": "gpu_leftovers", "hosts": ["h0"], "status": "pass", "metrics": {"gpus_held": 0}}
+    assert recheck.passed("h0", ("gpu_leftovers",), run(held)) == (True, "passed gpu_leftovers")
+    alone = context(1, options=Options(recheck=True))
+    alone.results.hosts = {"h0": HostRecord("h0")}
+    recheck_stage._narrow(alone, {"h0": ("gpu_leftovers",)})
+    assert (alone.host_names, alone.inputs.tests) == (["h0"], ())  # configure and the facts' judgement only
+
+
 def scontrol_showing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shown: str) -> None:
     """An scontrol on PATH that answers `show node --oneliner` as a controller would."""
     bindir = tmp_path / "bin"

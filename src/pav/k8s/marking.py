@@ -74,8 +74,7 @@ def select(ctx: RunContext) -> None:
 
 
 def _narrow(ctx: RunContext, tests: dict[str, tuple[str, ...]]) -> None:
-    names = tuple(dict.fromkeys(t for node_tests in tests.values() for t in node_tests))
-    chosen = replace(ctx.options, tests=names, hosts=len(tests))
+    chosen = replace(ctx.options, tests=marks.to_launch(tests), hosts=len(tests))
     ctx.inputs = run_inputs.resolve(ctx.env, chosen, ctx.settings)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pav.isolation import MIN_HOSTS
 from pav.reporting import bad_parts
+from pav.thresholds import health, leftovers
 
 PREFIX = "pav "
 REASON_CHARS = 120  # scontrol shows reasons in sinfo -R columns; long ones are unreadable there
@@ -148,6 +149,16 @@ def reason(run_id: str, part: bad_parts.BadPart, tests: tuple[str, ...], more: i
     if len(figure) > room:
         figure = figure[: room - 3] + "..."
     return plain(head + figure + tail)
+
+
+# Results of the facts alone, judged again by whatever run reads them (a recheck's configure does): no test
+# of the catalog, nothing to launch (issue 50: a node drained for a GPU another process held).
+FROM_FACTS = (health.NAME, leftovers.NAME)
+
+
+def to_launch(tests: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The tests a recheck launches again: each the marks name, in order, but those the facts decide."""
+    return tuple(dict.fromkeys(t for mine in tests.values() for t in mine if t not in FROM_FACTS))
 
 
 def is_ours(reason_text: str) -> bool:

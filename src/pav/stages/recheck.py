@@ -58,7 +58,7 @@ def select(ctx: RunContext) -> None:
 def _narrow(ctx: RunContext, tests: dict[str, tuple[str, ...]]) -> None:
     ctx.hosts = [h for h in ctx.hosts if h.name in tests]
     ctx.results.hosts = {n: r for n, r in ctx.results.hosts.items() if n in tests}
-    names = tuple(dict.fromkeys(t for host_tests in tests.values() for t in host_tests))
+    names = marks.to_launch(tests)
     # Direct launches: Slurm runs no job on a drained node, and its checks would fail on the drain itself.
     chosen = replace(ctx.options, tests=names, launcher="direct")
     ctx.inputs = run_inputs.resolve(ctx.env, chosen, ctx.settings)
