@@ -15,7 +15,7 @@ from pav.k8s_settings import K8sSettings, default_k8s_settings
 
 PLATFORMS = ("hosts", "k8s")
 LAUNCHERS = ("direct", "slurm")
-GPU_LEFTOVERS = ("stop", "warn")  # pav_gpu_leftovers (thresholds/leftovers.py's POLICIES)
+GPU_LEFTOVERS = ("stop", "warn")  # pav_gpu_leftovers (thresholds/leftovers.py)
 PREFIX = "pav_"
 # A field that is what the same load read for another reader, not a pav_* key.
 NOT_A_KEY = {"key": False}

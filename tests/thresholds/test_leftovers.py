@@ -135,6 +135,20 @@ def test_validate_stops_before_its_tests_with_a_line_per_gpu(capsys: pytest.Capt
     assert line.startswith("stop: h0 GPU 0 (00000000:00:06.0") and "(kill 1068)" in line
 
 
+def test_a_gpu_two_processes_hold_is_one_gpu_held(capsys: pytest.CaptureFixture[str]) -> None:
+    facts = recorded("h200x4-leftover-85pct-gpu0.json")
+    gpu0 = facts["gpus"]["devices"][0]
+    gpu0["processes"].append({"pid": 2001, "used_mib": 512, "name": "python3", "user": "root"})
+    ctx = context(1)
+    ctx.results.hosts = {"h0": HostRecord("h0", facts=facts)}
+    assert validate.run(ctx) == "stopped before the tests: 1 GPU(s) held by other processes (gpu_leftovers)"
+    assert ctx.results.tests[0].metrics == {"gpus_held": 1}
+    assert [line.split(": ")[2] for line in capsys.readouterr().err.splitlines()] == [
+        "PID 1068 (python3, user root) holds 122204 MiB",
+        "PID 2001 (python3, user root) holds 512 MiB",
+    ]  # each process named, on a line of its own
+
+
 def test_warn_lets_validate_go_on(capsys: pytest.CaptureFixture[str]) -> None:
     ctx = context(1, gpu_leftovers="warn")
     ctx.results.hosts = {"h0": HostRecord("h0", facts=recorded("h200x4-leftover-85pct-gpu0.json"))}

@@ -59,7 +59,8 @@ def held_gpus(ctx: RunContext) -> str:
         print(f"{'warning' if policy == 'warn' else 'stop'}: {leftover.line()}", file=sys.stderr)
     if not held or policy == "warn":
         return ""
-    return f"stopped before the tests: {len(held)} GPU(s) held by other processes ({leftovers.NAME})"
+    gpus = len({(x.host, x.gpu) for x in held})  # a GPU two processes hold counts once, as gpus_held does
+    return f"stopped before the tests: {gpus} GPU(s) held by other processes ({leftovers.NAME})"
 
 
 def run(ctx: RunContext) -> str:
