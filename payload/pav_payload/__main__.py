@@ -2,14 +2,15 @@ import os
 import sys
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["facts"]:
-        # The node's state without torch: NVML, nvidia-smi and dmesg answer in a fraction of a second,
-        # where the other subcommands' torch import alone takes seconds of CPU (a preflight's budget,
-        # issue 50). The same JSON as the parser's `facts` subcommand.
-        from pav_payload.gpu_facts import facts_json
+    if sys.argv[1:2] == ["facts"]:
+        # The node's state without torch: NVML, nvidia-smi, dmesg and sysfs answer in a fraction of a
+        # second, where the other subcommands' torch import alone takes seconds of CPU (a preflight's
+        # budget, issue 50). The same JSON and options as the parser's `facts` subcommand.
+        from pav_payload.gpu_facts import facts_main
 
-        print(facts_json(), flush=True)
-        os._exit(0)
+        code = facts_main(sys.argv[2:])
+        sys.stdout.flush()
+        os._exit(code)
 
     from pav_payload.cli import main
 

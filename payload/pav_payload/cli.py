@@ -7,7 +7,7 @@ import sys
 from pav_payload import burn, sdc
 from pav_payload.bandwidth import OPS
 from pav_payload.collectives import DTYPES, run_collectives
-from pav_payload.gpu_facts import print_facts
+from pav_payload.gpu_facts import FACTS_HELP, add_facts_arguments, print_facts
 from pav_payload.host_facts import print_host_facts
 from pav_payload.models import MODELS, SIZES
 from pav_payload.parallel import MODES
@@ -132,11 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=sdc.run_sdc, kind="sdc")
 
     # Not a runner subcommand: no rank report, one JSON object on stdout (the torch_payload role reads it).
-    facts = commands.add_parser(
-        "facts", help="per-GPU facts from NVML (else nvidia-smi) and Xid lines, as JSON"
-    )
+    facts = commands.add_parser("facts", help=FACTS_HELP)
+    add_facts_arguments(facts)
     facts.set_defaults(direct=print_facts)
     host = commands.add_parser("host-facts", help="the host's torch and GPU facts as one JSON object")
+    add_facts_arguments(host)
     host.set_defaults(direct=print_host_facts)
     add_suite_parser(commands)
     return parser

@@ -23,6 +23,7 @@ def torch_info() -> dict[str, Any]:
     }
 
 
-def print_host_facts(_args: argparse.Namespace) -> int:
-    print(json.dumps({"torch": torch_info(), "gpus": json.loads(facts_json())}), flush=True)
+def print_host_facts(args: argparse.Namespace) -> int:
+    gpus = json.loads(facts_json(args.pci_sysfs, args.infiniband_sysfs))
+    print(json.dumps({"torch": torch_info(), "gpus": gpus}), flush=True)
     return 0

@@ -23,7 +23,9 @@ Faults: ``--hang R``: rank R ignores SIGTERM and stops before the collective (on
 ``--exit R``: rank R exits with code 3 after connecting to the collective, once its node's other ranks have
 written their first report; ``--wrong-host NAME``: every rank on the host of that name sends a wrong vector,
 so the whole world's sum is wrong, as a bad GPU or link spoils a collective for every rank in it (bad-node
-isolation re-runs the launch on subsets of hosts to find it). Only the standard library.
+isolation re-runs the launch on subsets of hosts to find it); ``--count-errors FILE``: the agent adds 1 to
+the number in FILE (a counter of a sysfs tree a test planted: tests/faults/test_error_counters.py), as a link
+erring under the collective's traffic would. Only the standard library.
 """
 
 import argparse
@@ -60,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hang", type=int, default=-1, metavar="RANK", help="this rank hangs, deaf to TERM")
     parser.add_argument("--exit", type=int, default=-1, metavar="RANK", help="this rank exits with code 3")
     parser.add_argument("--wrong-host", default="", metavar="NAME", help="its ranks send wrong values")
+    parser.add_argument("--count-errors", default="", metavar="FILE", help="add 1 to the counter in FILE")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="a rank's wait for the collective")
     parser.add_argument("--out", default=".", help="directory for <test-id>.rank<R>.json (default: .)")
     parser.add_argument("--test-id", default=KIND)
@@ -133,6 +136,9 @@ def run_agent(args: argparse.Namespace, argv: list[str]) -> int:
         master = ("127.0.0.1", server.port)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+    if args.count_errors:
+        counter = Path(args.count_errors)
+        counter.write_text(f"{int(counter.read_text()) + 1}\n")
     ranks = [_start_rank(argv, args, local, world, master) for local in range(args.nproc)]
     while True:
         codes = [rank.poll() for rank in ranks]

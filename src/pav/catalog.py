@@ -98,6 +98,9 @@ class TestSpec:
     burn_in: bool = False
     # Runs the SDC check (pav_payload sdc.py): the FOR TESTING fault PAV_FAULT_SDC_GPU reaches it.
     sdc: bool = False
+    # Sends traffic over every link of the host's GPUs: a recheck of a node marked for error_counters (the
+    # counters' change over a run, thresholds/counters.py) runs these to see whether they still grow.
+    link_traffic: bool = False
 
     @property
     def payload(self) -> str:
@@ -183,6 +186,7 @@ CATALOG: dict[str, TestSpec] = {
             ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
             min_gpus=2,
             busbw_ops=("all_reduce",),
+            link_traffic=True,
         ),
         TestSpec(
             "torch_nccl_collectives",
@@ -408,6 +412,9 @@ CPU_SDC = ("--sdc-n", "32", "--sdc-layers", "3", "--sdc-reps", "4")
 CPU_BURN = ("--window-s", "1", "--sample-s", "0.5", "--gemm-n", "64", "--hbm-mib", "1",
             "--allreduce-mib", "0.01", *CPU_SDC)  # fmt: skip
 EXIT = (*gloo("all_reduce", "1K"), "--inject-exit", "1")
+PLANTED_SYSFS = (
+    "/srv/pav-shared/pav-test-sysfs"  # fault_plain_link_downed: where its test plants a sysfs tree
+)
 FAULT_TESTS: dict[str, TestSpec] = {
     spec.name: spec
     for spec in (
@@ -490,6 +497,17 @@ FAULT_TESTS: dict[str, TestSpec] = {
             ("--hang", "0"),
             gates_of="torch_gloo_allreduce",
         ),
+        # A link erring under traffic, where no real one can (issue 50): the agent adds 1 to the link_downed
+        # counter of the sysfs tree tests/faults/test_error_counters.py plants on the host.
+        TestSpec(
+            "fault_plain_link_downed",
+            "FOR TESTING: plain Python ranks; the planted RDMA port's link_downed counter grows",
+            "plain",
+            "host",
+            False,
+            ("--count-errors", f"{PLANTED_SYSFS}/infiniband/mlx5_0/ports/1/counters/link_downed"),
+            gates_of="torch_gloo_allreduce",
+        ),
         # A k8s run takes GPU tests only; the API-server double's pods run on CPU. Its node faults are the
         # double's (a broken node's pods fail): this test passes on every other node.
         TestSpec(
@@ -516,6 +534,11 @@ def _fault_tests() -> dict[str, TestSpec]:
         False, ("--wrong-host", host), gates_of="torch_gloo_collectives_multi",
     )  # fmt: skip
     return FAULT_TESTS | {wrong.name: wrong}
+
+
+def link_traffic() -> tuple[str, ...]:
+    """The tests that send traffic over every link of a host's GPUs (TestSpec.link_traffic)."""
+    return tuple(name for name, spec in CATALOG.items() if spec.link_traffic)
 
 
 def spec_of(name: str) -> TestSpec | None:

@@ -40,6 +40,12 @@ class Settings:
     # A GPU another process holds when the tests start: stop the run before them, or warn and go on
     # (thresholds/leftovers.py).
     gpu_leftovers: str = "stop"
+    # What each GPU's settings must be: persistence_mode, mig_mode, ecc_mode, app_clocks; a key left out keeps
+    # its default (thresholds/node_policy.py, docs/configuration.md).
+    gpu_state: dict[str, str] = field(default_factory=dict)
+    # component -> the version every node must have (driver, cuda_driver, vbios, kernel, torch, nccl, hca_fw);
+    # unpinned, the nodes of a run must agree (thresholds/versions.py).
+    expected_versions: dict[str, str] = field(default_factory=dict)
     platform: str = "hosts"  # hosts: Ansible over SSH; k8s: PyTorchJob/MPIJob (docs/kubernetes.md)
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
@@ -72,7 +78,7 @@ def settings_from(data: dict[str, Any], source: str, base: Settings | None = Non
         value = data[key]
         default = getattr(defaults, f.name)
         if not _same_kind(value, default):
-            raise PavError(f"{source}: {key} must be {_kind(default)}, got {value!r}; fix that key")
+            raise PavError(f"{source}: {key} must be {_kind(f.name, default)}, got {value!r}; fix that key")
         setattr(settings, f.name, value)
     if settings.launcher not in LAUNCHERS:
         choices = ", ".join(LAUNCHERS)
@@ -122,7 +128,13 @@ def _same_kind(value: Any, default: Any) -> bool:
     return isinstance(value, type(default))
 
 
-def _kind(default: Any) -> str:
-    kinds = {bool: "true or false", int: "an integer", str: "a string", list: "a list of names",
-             dict: "a mapping of test name to seconds"}  # fmt: skip
+# What a mapping setting maps.
+MAPPINGS = {"test_timeouts_s": "test name to seconds", "gpu_state": "setting to value",
+            "expected_versions": "component to version"}  # fmt: skip
+
+
+def _kind(name: str, default: Any) -> str:
+    if isinstance(default, dict):
+        return f"a mapping of {MAPPINGS.get(name, 'name to value')}"
+    kinds = {bool: "true or false", int: "an integer", str: "a string", list: "a list of names"}
     return kinds[type(default)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +24,7 @@ from pav.nccl_tests.grade import grade
 from pav.nccl_tests.parse import NcclLog, Placement, Row
 from pav.results import HostRecord, TestResult
 from pav.slurm.record import attach_jobs, name_job_in_reason
-from pav.thresholds import health, leftovers
+from pav.thresholds import counters, health, leftovers, versions
 from pav.thresholds.apply import (
     CHOSEN_WITHOUT_GATES,
     Derivation,
@@ -33,6 +33,7 @@ from pav.thresholds.apply import (
     gates_record,
 )
 from pav.thresholds.gate import Gate
+from pav.thresholds.node_policy import NodePolicy
 from pav.thresholds.profiles import Profile, auto_profile, read_profile
 from pav.thresholds.scaling import DERIVED, add_scaling, floor_of, split_gates
 
@@ -40,6 +41,8 @@ from pav.thresholds.scaling import DERIVED, add_scaling, floor_of, split_gates
 # recorded with (skipped, or decided before any gate: an error, a rank's failure, a timeout); or it is a
 # result of the facts alone (gpu_health).
 How = Literal["gates", "recorded", "facts"]
+# The results Judge.health gives: a recorded run's are judged anew from its facts, not kept.
+FROM_FACTS_ANEW = (health.NAME, counters.NAME, versions.NAME)
 
 
 @dataclass(frozen=True)
@@ -55,15 +58,22 @@ class Judge:
     profile: Profile  # the one it resolved to (auto: by the hosts' GPUs), every gate of it parsed
     hosts: Mapping[str, HostRecord]
     derivation: Derivation  # each GPU host's hardware and the gates it derives
+    policy: NodePolicy = field(default_factory=NodePolicy)  # expected GPU state and software versions
 
     @classmethod
     def make(
-        cls, chosen: str, hosts: Mapping[str, HostRecord], resolved: str = "", platform: str = "hosts"
+        cls,
+        chosen: str,
+        hosts: Mapping[str, HostRecord],
+        resolved: str = "",
+        platform: str = "hosts",
+        policy: NodePolicy | None = None,
     ) -> Judge:
         """resolved: the profile `chosen` already resolved to (a recorded run's), else resolved here."""
         facts = [h.facts for h in hosts.values()]
         name = resolved or (auto_profile(facts, platform) if chosen == "auto" else chosen)
-        return cls(chosen, read_profile(name), dict(hosts), derive_hosts(dict(hosts)))
+        derived = derive_hosts(dict(hosts))
+        return cls(chosen, read_profile(name), dict(hosts), derived, policy or NodePolicy())
 
     def gates(self, test: str, gates_of: str = "") -> tuple[list[Gate], list[Gate]]:
         """The profile's gates of a test: on what it measures, and on what needs other tests (scaling)."""
@@ -94,8 +104,12 @@ class Judge:
         apply_derived(tests, self.derivation, self.chosen)
 
     def health(self) -> list[TestResult]:
-        """gpu_health of every host with NVML facts."""
-        return health.health_results(dict(self.hosts))
+        """The results of the facts alone: gpu_health of every host with NVML facts (its state against the
+        policy included), error_counters of every host read before and after the tests, software_versions
+        across the run's hosts."""
+        hosts = dict(self.hosts)
+        out = health.health_results(hosts, self.policy)
+        return out + counters.counters_results(hosts) + versions.versions_results(hosts, self.policy)
 
     def scaling(self, tests: list[TestResult], due: Mapping[str, list[Gate]]) -> None:
         """The metrics that need two tests (scaling efficiency) and their gates (due: test -> the profile's;
@@ -122,7 +136,7 @@ class Judge:
         out: list[Rejudged] = []
         due: dict[str, list[Gate]] = {}
         for rec in recorded:
-            if rec.name == health.NAME:
+            if rec.name in FROM_FACTS_ANEW:
                 continue
             judged = self._again(rec, run_dir)
             if judged is None:

@@ -86,6 +86,9 @@ class RunResults:
     kept_run: dict[str, str] = field(default_factory=dict)  # the run acted on (--run-dir): run_id, run_dir
     reused: str = ""  # --reuse: the run whose kept hosts this run ran on
     k8s: dict[str, Any] = field(default_factory=dict)  # --platform k8s: job_api (trainer, v1) and its kinds
+    node_policy: dict[str, Any] = field(
+        default_factory=dict
+    )  # pav_gpu_state, pav_expected_versions as judged
     schema_version: str = SCHEMA_VERSION
 
     def stage(self, name: str) -> StageRecord:

@@ -16,6 +16,7 @@ from pav.errors import PavError
 from pav.isolation import MIN_HOSTS
 from pav.options import ON_FAIL, Options
 from pav.settings import Settings, settings_file
+from pav.thresholds.node_policy import NodePolicy, node_policy
 from pav.thresholds.profiles import profile_path
 
 
@@ -41,6 +42,8 @@ class RunInputs:
     profile: str  # the threshold profile as chosen: auto or a name (the run's Judge resolves auto, once)
     isolate: bool  # pav_isolate: a failing multi-host test may be re-run on pairs of hosts
     burn_in_s: int = 0  # --burn-in / pav_burn_in_s: the burn-in tests' length; 0: none
+    # pav_gpu_state and pav_expected_versions: what the nodes' state and software are held to
+    node_policy: NodePolicy = field(default_factory=NodePolicy)
 
     def spec(self, test: str) -> TestSpec | None:
         """A selected test's spec; None for a result no selected test gave (gpu_health)."""
@@ -88,6 +91,7 @@ def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
         profile=settings.threshold_profile,
         isolate=settings.isolate,
         burn_in_s=burn_in_s,
+        node_policy=node_policy(settings.gpu_state, settings.expected_versions, where),
     )
 
 

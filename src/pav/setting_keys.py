@@ -51,6 +51,7 @@ RUN_VARS = {
     "pav_mpi_needed": "configure: whether the mpi role runs (a planned test starts an MPI program)",
     "pav_nccl_tests_needed": "configure: whether the nccl_tests role runs (a planned test runs nccl-tests)",
     "pav_launches": "validate: the launches the driver planned (roles/run_tests)",
+    "pav_counter_hosts": "validate: hosts that read their error counters again after the tests",
     "pav_validate_collects": "validate: its playbook also collects the results",
     "pav_validate_tears_down": "validate: its playbook also removes the run's folder on the hosts",
     "pav_slurm_drains": "--on-fail drain: host -> the drain reason (playbooks/slurm_drain.yml)",

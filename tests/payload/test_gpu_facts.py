@@ -3,6 +3,7 @@ stand-in that behaves as pynvml does, and the subcommand run for real on this GP
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import pwd
@@ -41,10 +42,14 @@ from pav_payload.gpu_facts.xid import parse_xid_lines, scan_xid
 
 from tests.conftest import PAYLOAD
 
-TOP_KEYS = {"source", "driver", "nvml_version", "missing", "devices", "xid"}
+TOP_KEYS = {
+    "source", "driver", "nvml_version", "missing", "devices", "xid", "read_at", "kernel", "cuda_driver",
+    "rdma",
+}  # fmt: skip
 DEVICE_KEYS = {
     "index", "name", "uuid", "pci_bus_id", "memory_total_mib", "memory_used_mib", "processes",
-    "sm_clock_max_mhz", "pcie", "nvlink", "ecc", "remapped_rows", "clock_event_reasons", "power", "missing",
+    "sm_clock_max_mhz", "pcie", "nvlink", "ecc", "remapped_rows", "clock_event_reasons", "power", "state",
+    "counters", "missing",
 }  # fmt: skip
 LINK_KEYS = {"link", "up", "remote_bus_id", "remote_type", "speed_mbps"}
 NO_NVLINK = {"version": None, "links_total": 0, "links_up": 0, "links": []}
@@ -328,10 +333,27 @@ class NVMLError_InvalidArgument(NVMLError):
 
 
 GPU, SWITCH = 0, 2  # nvmlNvLinkDeviceType_t
+NVML_FI_DEV_NVLINK_GET_SPEED, NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 164, 271
+
+
+class GpuFabricInfoV(ctypes.Structure):
+    """nvml.h's nvmlGpuFabricInfo_v2_t, laid out as pynvml's c_nvmlGpuFabricInfoV_t is."""
+
+    _fields_: ClassVar[list[tuple[str, Any]]] = [
+        ("version", ctypes.c_uint),
+        ("clusterUuid", ctypes.c_ubyte * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_ubyte),
+        ("healthMask", ctypes.c_uint),
+    ]
 
 
 @dataclass
 class FakeGpu:
+    """One GPU as NVML answers for it; the defaults are what the real idle H100s and H200s said
+    (tests/payload/fixtures/node-state)."""
+
     name: str
     uuid: str
     bus: str
@@ -342,6 +364,16 @@ class FakeGpu:
     lost: bool = False
     processes: list[tuple[int, int | None]] = field(default_factory=list)  # (pid, bytes or None)
     used_bytes: int = 0
+    persistence: int = 1
+    mig: tuple[int, int] = (0, 0)  # (current, pending)
+    inforom_error: int = 0  # the NVML error nvmlDeviceValidateInforom raises; 0: none
+    vbios: str = "96.00.DA.00.0C"
+    app_clock_mhz: tuple[int, int] = (1980, 1980)  # (current, default)
+    recovery_action: int = 0
+    # (state, status, cliqueId, clusterUuid, healthMask) as nvmlGpuFabricInfo_v2
+    fabric: tuple[int, int, int, bytes, int] = (3, 0, 0, bytes(16), 0)
+    pcie_replay: int = 0
+    nvlink_errors: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)  # link -> DL counters
 
 
 def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
@@ -350,7 +382,10 @@ def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
     constants = {
         "NVML_ERROR_INVALID_ARGUMENT": 2, "NVML_ERROR_NOT_SUPPORTED": 3, "NVML_NVLINK_MAX_LINKS": 36,
         "NVML_CLOCK_SM": 1, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED": 1, "NVML_VOLATILE_ECC": 0,
-        "NVML_AGGREGATE_ECC": 1, "NVML_FI_DEV_NVLINK_GET_SPEED": 164,
+        "NVML_AGGREGATE_ECC": 1, "NVML_FI_DEV_NVLINK_GET_SPEED": 164, "NVML_ERROR_CORRUPTED_INFOROM": 14,
+        "NVML_NVLINK_ERROR_DL_REPLAY": 0, "NVML_NVLINK_ERROR_DL_RECOVERY": 1,
+        "NVML_NVLINK_ERROR_DL_CRC_FLIT": 2, "NVML_NVLINK_ERROR_DL_CRC_DATA": 3,
+        "nvmlGpuFabricInfo_v2": 0x02000024, "c_nvmlGpuFabricInfoV_t": GpuFabricInfoV,
         "NVMLError": NVMLError, "NVMLError_NotSupported": NVMLError_NotSupported,
     }  # fmt: skip
     for name, value in constants.items():
@@ -376,18 +411,38 @@ def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
             raise NVMLError_InvalidArgument()
         return int(g.links.get(link, (False, "", GPU))[0])
 
-    def speeds(g: FakeGpu, ids: list[tuple[int, int]]) -> list[SimpleNamespace]:
-        return [
-            SimpleNamespace(
-                fieldId=f, scopeId=s, nvmlReturn=0, valueType=1, value=SimpleNamespace(uiVal=26562)
-            )
-            for f, s in ids
-        ]
+    def field_values(g: FakeGpu, ids: list[int | tuple[int, int]]) -> list[SimpleNamespace]:
+        """pynvml takes a field id, or (field id, scope id) for a per-link field."""
+        out = []
+        for asked in ids:
+            field_id, scope = asked if isinstance(asked, tuple) else (asked, 0)
+            value = SimpleNamespace(fieldId=field_id, scopeId=scope, nvmlReturn=0, valueType=1)
+            if field_id == NVML_FI_DEV_NVLINK_GET_SPEED:
+                value.value = SimpleNamespace(uiVal=26562)
+            elif field_id == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
+                value.valueType, value.value = 3, SimpleNamespace(ullVal=g.recovery_action)
+            else:
+                value.nvmlReturn, value.valueType, value.value = 3, 0, SimpleNamespace(dVal=0.0)
+            out.append(value)
+        return out
+
+    def validate_inforom(g: FakeGpu) -> None:
+        if g.inforom_error:
+            raise NVMLError(g.inforom_error)
+
+    def fabric_info(g: FakeGpu, ref: Any) -> int:
+        info = ctypes.cast(ref, ctypes.POINTER(GpuFabricInfoV)).contents
+        if info.version != 0x02000024:  # NVML fills only a structure whose version it knows
+            raise NVMLError(25)  # NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+        info.state, info.status, info.cliqueId, uuid, info.healthMask = g.fabric
+        info.clusterUuid[:] = uuid
+        return 0
 
     nvml.nvmlInit = lambda: None  # type: ignore[attr-defined]
     nvml.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
     nvml.nvmlSystemGetDriverVersion = lambda: "580.95.05"  # type: ignore[attr-defined]
     nvml.nvmlSystemGetNVMLVersion = lambda: "13.580.95.05"  # type: ignore[attr-defined]
+    nvml.nvmlSystemGetCudaDriverVersion_v2 = lambda: 13000  # type: ignore[attr-defined]
     nvml.nvmlDeviceGetCount = lambda: len(gpus)  # type: ignore[attr-defined]
     nvml.nvmlDeviceGetHandleByIndex = handle  # type: ignore[attr-defined]
     per_gpu("nvmlDeviceGetName", lambda g: g.name)
@@ -421,7 +476,19 @@ def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
     )
     if remote_type:
         per_gpu("nvmlDeviceGetNvLinkRemoteDeviceType", lambda g, link: g.links[link][2])
-    per_gpu("nvmlDeviceGetFieldValues", speeds)
+    per_gpu("nvmlDeviceGetFieldValues", field_values)
+    per_gpu("nvmlDeviceGetPersistenceMode", lambda g: g.persistence)
+    per_gpu("nvmlDeviceGetMigMode", lambda g: list(g.mig))
+    per_gpu("nvmlDeviceValidateInforom", validate_inforom)
+    per_gpu("nvmlDeviceGetVbiosVersion", lambda g: g.vbios)
+    per_gpu("nvmlDeviceGetApplicationsClock", lambda g, clock: g.app_clock_mhz[0])
+    per_gpu("nvmlDeviceGetDefaultApplicationsClock", lambda g, clock: g.app_clock_mhz[1])
+    per_gpu("nvmlDeviceGetGpuFabricInfoV", fabric_info)
+    per_gpu("nvmlDeviceGetPcieReplayCounter", lambda g: g.pcie_replay)
+    per_gpu(
+        "nvmlDeviceGetNvLinkErrorCounter",
+        lambda g, link, counter: g.nvlink_errors.get(link, (0, 0, 0, 0))[counter],
+    )
     return nvml
 
 
@@ -614,11 +681,13 @@ def test_nvml_per_link_failures_are_one_line_naming_the_links() -> None:
     del module.nvmlDeviceGetFieldValues
     device = read_nvml(module).devices[0]
     assert device.nvlink.links[0].speed_mbps is None
-    [line] = device.missing
+    # The GPU's recovery action is a field value too: a line of its own, not per link.
+    line, recovery = device.missing
     assert line.startswith(
         "nvlink.links.speed_mbps: module 'pynvml' has no attribute 'nvmlDeviceGetFieldValues'"
     )
     assert line.endswith("(links 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)")
+    assert recovery.startswith("state.recovery_action: module 'pynvml' has no attribute")
 
 
 def test_nvml_older_binding_spells_clock_reasons_throttle() -> None:
@@ -680,10 +749,12 @@ def test_collect_with_neither_says_why() -> None:
 # --- the subcommand, for real -------------------------------------------------------------------------------
 
 
-def facts_subprocess(tmp_path: Path, tools: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``python -m pav_payload facts`` with PATH holding only ``tools`` (name -> sh script) and pynvml
-    unimportable, whatever this machine has installed. torch is unimportable too: the node's state is read
-    without it (a torch import alone costs seconds)."""
+def facts_subprocess(
+    tmp_path: Path, tools: dict[str, str], *options: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m pav_payload facts [options]`` with PATH holding only ``tools`` (name -> sh script) and
+    pynvml unimportable, whatever this machine has installed. torch is unimportable too: the node's state is
+    read without it (a torch import alone costs seconds)."""
     bin_dir, blocked = tmp_path / "bin", tmp_path / "blocked"
     bin_dir.mkdir()
     blocked.mkdir()
@@ -694,7 +765,11 @@ def facts_subprocess(tmp_path: Path, tools: dict[str, str]) -> subprocess.Comple
         (bin_dir / name).chmod(0o755)
     env = dict(os.environ, PATH=str(bin_dir), PYTHONPATH=os.pathsep.join([str(blocked), str(PAYLOAD)]))
     proc = subprocess.run(
-        [sys.executable, "-m", "pav_payload", "facts"], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "pav_payload", "facts", *options],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     print(proc.stdout, proc.stderr, sep="\n")
     return proc

@@ -1,5 +1,5 @@
 """The forms the tools give, made the facts' own: bus ids, the clock-reason bitmask, ANSI colour codes,
-pynvml's bytes."""
+pynvml's bytes, NVML field values and version numbers."""
 
 from __future__ import annotations
 
@@ -37,6 +37,16 @@ def normalize_bus_id(text: str) -> str:
     return f"{int(domain or '0', 16):08X}:{int(bus, 16):02X}:{int(device, 16):02X}.{function or '0'}"
 
 
+def sysfs_bus_id(bus_id: str) -> str:
+    """0000:1b:00.0, the kernel's name for the device under /sys/bus/pci/devices (4-digit domain, lower
+    case), from any form normalize_bus_id reads."""
+    match = BUS_ID.fullmatch(normalize_bus_id(bus_id))
+    if not match:
+        raise ValueError(f"not a PCI bus id: {bus_id!r}")
+    domain, bus, device, function = match.groups()
+    return f"{int(domain, 16):04x}:{int(bus, 16):02x}:{int(device, 16):02x}.{function}"
+
+
 def decode_clock_reasons(mask: int) -> list[str]:
     """Names of the bits set; a bit this table does not know is kept as unknown_0x..., never dropped."""
     names = [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
@@ -54,3 +64,34 @@ def nvml_text(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode(errors="replace").strip("\x00").strip()
     return str(value).strip()
+
+
+def enabled_state(state: Any) -> str:
+    """nvmlEnableState_t (persistence, ECC and MIG modes) as the facts say it."""
+    return "enabled" if int(state) else "disabled"
+
+
+def cuda_version_text(version: int) -> str:
+    """The CUDA version the driver supports, from NVML's integer: 13000 -> "13.0", 12080 -> "12.8"."""
+    return f"{int(version) // 1000}.{int(version) % 1000 // 10}"
+
+
+class FieldValueError(Exception):
+    """An nvmlDeviceGetFieldValues entry that came back with an error: the call succeeded, the field not."""
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value  # nvmlReturn_t, where pynvml's NVMLError keeps it
+
+    def __str__(self) -> str:
+        return f"NVML error {self.value}"
+
+
+def field_value(value: Any) -> int:
+    """An nvmlFieldValue_t's value, read from the member of the nvmlValue_t union its valueType names."""
+    if int(value.nvmlReturn) != 0:
+        raise FieldValueError(int(value.nvmlReturn))
+    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
+        int(value.valueType), "uiVal"
+    )
+    return int(getattr(value.value, member))

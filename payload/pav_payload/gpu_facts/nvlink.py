@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from pav_payload.gpu_facts.decode import normalize_bus_id, nvml_text
-from pav_payload.gpu_facts.missing import Missing, describe_error
+from pav_payload.gpu_facts.decode import FieldValueError, field_value, normalize_bus_id, nvml_text
+from pav_payload.gpu_facts.missing import LinkMissing, Missing, describe_error, error_code
 from pav_payload.gpu_facts.output import Device, NvLink, NvLinkLink
 
 # nvmlDeviceGetNvLinkVersion answers with nvmlNvlinkVersion_t, not the NVLink generation (an H100 says 6,
@@ -17,11 +17,6 @@ NVLINK_REMOTE_TYPES = {0: "gpu", 2: "switch"}
 NVML_FI_DEV_NVLINK_GET_SPEED = 164  # nvml.h; older bindings lack the constant but the driver knows it
 
 
-def _error_code(exc: BaseException) -> int | None:
-    value = getattr(exc, "value", None)
-    return value if isinstance(value, int) else None
-
-
 def read_nvlink(nvml: ModuleType, h: Any, missing: Missing) -> NvLink:
     """Every link index NVML answers for; NotSupported or InvalidArgument means no such link on the board."""
     if not hasattr(nvml, "nvmlDeviceGetNvLinkState"):
@@ -29,12 +24,12 @@ def read_nvlink(nvml: ModuleType, h: Any, missing: Missing) -> NvLink:
         return NvLink.unknown()
     absent = {getattr(nvml, "NVML_ERROR_NOT_SUPPORTED", 3), getattr(nvml, "NVML_ERROR_INVALID_ARGUMENT", 2)}
     links: list[NvLinkLink] = []
-    per_link = _LinkMissing()
+    per_link = LinkMissing("nvlink.links")
     for link in range(int(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18))):
         try:
             state = nvml.nvmlDeviceGetNvLinkState(h, link)
         except Exception as exc:  # see Missing.read
-            if _error_code(exc) not in absent:
+            if error_code(exc) not in absent:
                 per_link.add("up", describe_error(exc), link)
             continue
         links.append(NvLinkLink(link=link, up=bool(state)))
@@ -62,23 +57,7 @@ def _nvlink_generation(code: Any) -> int:
     return NVLINK_GENERATION[int(code)]
 
 
-class _LinkMissing:
-    """Per-link failures: one missing line per (fact, reason), naming its links; 18 lines say no more."""
-
-    def __init__(self) -> None:
-        self.failed: dict[tuple[str, str], list[int]] = {}
-
-    def add(self, fact: str, reason: str, link: int) -> None:
-        self.failed.setdefault((fact, reason), []).append(link)
-
-    def lines(self) -> list[str]:
-        return [
-            f"nvlink.links.{fact}: {reason} (links {', '.join(map(str, links))})"
-            for (fact, reason), links in self.failed.items()
-        ]
-
-
-def _nvml_link_peers(nvml: ModuleType, h: Any, up: list[NvLinkLink], per_link: _LinkMissing) -> None:
+def _nvml_link_peers(nvml: ModuleType, h: Any, up: list[NvLinkLink], per_link: LinkMissing) -> None:
     remote_pci = getattr(nvml, "nvmlDeviceGetNvLinkRemotePciInfo_v2", None) or getattr(
         nvml, "nvmlDeviceGetNvLinkRemotePciInfo", None
     )
@@ -102,7 +81,7 @@ def _nvml_link_peers(nvml: ModuleType, h: Any, up: list[NvLinkLink], per_link: _
                 entry.remote_type = ""
 
 
-def _nvml_link_speeds(nvml: ModuleType, h: Any, up: list[NvLinkLink], per_link: _LinkMissing) -> None:
+def _nvml_link_speeds(nvml: ModuleType, h: Any, up: list[NvLinkLink], per_link: LinkMissing) -> None:
     if not up:
         return
     field_id = int(getattr(nvml, "NVML_FI_DEV_NVLINK_GET_SPEED", NVML_FI_DEV_NVLINK_GET_SPEED))
@@ -113,18 +92,10 @@ def _nvml_link_speeds(nvml: ModuleType, h: Any, up: list[NvLinkLink], per_link: 
             per_link.add("speed_mbps", describe_error(exc), entry.link)
         return
     for entry, value in zip(up, values, strict=False):
-        if int(value.nvmlReturn) != 0:
-            per_link.add("speed_mbps", f"NVML error {int(value.nvmlReturn)}", entry.link)
-            continue
-        entry.speed_mbps = _field_value(value)
-
-
-def _field_value(value: Any) -> int:
-    # nvmlValueType_t -> the member of the nvmlValue_t union holding it
-    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
-        int(value.valueType), "uiVal"
-    )
-    return int(getattr(value.value, member))
+        try:
+            entry.speed_mbps = field_value(value)
+        except FieldValueError as exc:
+            per_link.add("speed_mbps", str(exc), entry.link)
 
 
 def resolve_remote_types(devices: list[Device]) -> None:

@@ -1,4 +1,5 @@
-"""Per-GPU facts through NVML (pynvml); the NVLink links are read by ``nvlink``."""
+"""Per-GPU facts through NVML (pynvml); the NVLink links are read by ``nvlink``, the GPU's settings by
+``state``, its error counters by ``counters``."""
 
 from __future__ import annotations
 
@@ -8,10 +9,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pav_payload.gpu_facts.decode import decode_clock_reasons, normalize_bus_id, nvml_text
+from pav_payload.gpu_facts.counters import read_counters
+from pav_payload.gpu_facts.decode import (
+    cuda_version_text,
+    decode_clock_reasons,
+    enabled_state,
+    normalize_bus_id,
+    nvml_text,
+)
 from pav_payload.gpu_facts.missing import Missing
 from pav_payload.gpu_facts.nvlink import read_nvlink, resolve_remote_types
 from pav_payload.gpu_facts.output import Device, Ecc, GpuFacts, GpuProcess, Pcie, Power, RemappedRows
+from pav_payload.gpu_facts.state import read_state
 
 MIB = 1 << 20
 
@@ -21,10 +30,16 @@ def read_nvml(nvml: ModuleType) -> GpuFacts:
     top = Missing()
     driver = top.read("driver", lambda: nvml_text(nvml.nvmlSystemGetDriverVersion()))
     version = top.read("nvml_version", lambda: nvml_text(nvml.nvmlSystemGetNVMLVersion()))
+    cuda = top.read("cuda_driver", lambda: cuda_version_text(_cuda_driver_version(nvml)))
     count = top.read("devices", lambda: int(nvml.nvmlDeviceGetCount())) or 0
     devices = [_nvml_device(nvml, index) for index in range(count)]
     resolve_remote_types(devices)
-    return GpuFacts("nvml", driver, version, top.items, devices)
+    return GpuFacts("nvml", driver, version, top.items, devices, cuda_driver=cuda)
+
+
+def _cuda_driver_version(nvml: ModuleType) -> int:
+    read = getattr(nvml, "nvmlSystemGetCudaDriverVersion_v2", None) or nvml.nvmlSystemGetCudaDriverVersion
+    return int(read())
 
 
 def _nvml_device(nvml: ModuleType, index: int) -> Device:
@@ -63,6 +78,8 @@ def _nvml_device(nvml: ModuleType, index: int) -> Device:
             ),
         ),
     )
+    device.state = read_state(nvml, h, missing)
+    device.counters = read_counters(nvml, h, [link.link for link in device.nvlink.links if link.up], missing)
     device.missing = missing.items
     return device
 
@@ -81,7 +98,7 @@ def _nvml_pcie(nvml: ModuleType, h: Any, missing: Missing) -> Pcie:
 def _nvml_ecc(nvml: ModuleType, h: Any, missing: Missing) -> Ecc:
     uncorrected = nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
     return Ecc(
-        mode_current=missing.read("ecc.mode_current", lambda: _enabled(nvml.nvmlDeviceGetEccMode(h)[0])),
+        mode_current=missing.read("ecc.mode_current", lambda: enabled_state(nvml.nvmlDeviceGetEccMode(h)[0])),
         uncorrectable_volatile=missing.read(
             "ecc.uncorrectable_volatile",
             lambda: int(nvml.nvmlDeviceGetTotalEccErrors(h, uncorrected, nvml.NVML_VOLATILE_ECC)),
@@ -91,10 +108,6 @@ def _nvml_ecc(nvml: ModuleType, h: Any, missing: Missing) -> Ecc:
             lambda: int(nvml.nvmlDeviceGetTotalEccErrors(h, uncorrected, nvml.NVML_AGGREGATE_ECC)),
         ),
     )
-
-
-def _enabled(state: Any) -> str:
-    return "enabled" if int(state) else "disabled"
 
 
 def _nvml_remapped_rows(nvml: ModuleType, h: Any, missing: Missing) -> RemappedRows:

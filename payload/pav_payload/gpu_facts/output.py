@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import asdict, dataclass, field
 
 
@@ -69,6 +71,58 @@ class GpuProcess:
 
 
 @dataclass
+class GpuFabric:
+    """The GPU's NVSwitch fabric registration, as nvmlDeviceGetGpuFabricInfoV gives it (version 2)."""
+
+    state: int | None = None  # nvmlGpuFabricState_t: 1 not started, 2 in progress, 3 completed
+    status: int | None = None  # the nvmlReturn_t of the registration: 0 success
+    clique_id: int | None = None
+    cluster_uuid: str | None = None  # all zeros where no IMEX domain names one
+    health_mask: int | None = None  # NVML_GPU_FABRIC_HEALTH_MASK_* bits: 0 healthy
+
+
+@dataclass
+class GpuState:
+    """Settings and standing the node-state gates compare with the fleet's (issue 50)."""
+
+    persistence_mode: str | None = None  # enabled | disabled
+    mig_mode: str | None = None  # enabled | disabled (current) | unsupported (a GPU without MIG)
+    inforom_valid: bool | None = None  # False: NVML says the InfoROM is corrupted
+    vbios: str | None = None
+    app_clock_sm_mhz: int | None = None
+    app_clock_sm_default_mhz: int | None = None
+    recovery_action: int | None = None  # 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset
+    fabric: GpuFabric | None = None  # None: no NVSwitch fabric on this board (or unread: see missing)
+
+
+@dataclass
+class Aer:
+    """PCIe AER totals since boot, from the device's sysfs files (none in most VMs)."""
+
+    correctable: int | None = None
+    nonfatal: int | None = None
+    fatal: int | None = None
+
+
+@dataclass
+class NvLinkErrors:
+    """One up link's DL error counters since boot; their change between two reads is what gates judge."""
+
+    link: int
+    replay: int | None = None
+    recovery: int | None = None
+    crc_flit: int | None = None
+    crc_data: int | None = None
+
+
+@dataclass
+class GpuCounters:
+    pcie_replay: int | None = None
+    aer: Aer = field(default_factory=Aer)
+    nvlink: list[NvLinkErrors] = field(default_factory=list)  # the links that are up
+
+
+@dataclass
 class Device:
     index: int
     name: str | None = None
@@ -84,6 +138,8 @@ class Device:
     remapped_rows: RemappedRows = field(default_factory=RemappedRows)
     clock_event_reasons: list[str] | None = None
     power: Power = field(default_factory=Power)
+    state: GpuState = field(default_factory=GpuState)  # NVML only: nvidia-smi leaves it null
+    counters: GpuCounters = field(default_factory=GpuCounters)  # likewise, but for AER (from sysfs)
     missing: list[str] = field(default_factory=list)  # "field.path: why it is null"
 
 
@@ -102,6 +158,32 @@ class XidScan:
 
 
 @dataclass
+class RdmaCounters:
+    """The port's error counters since boot (IB_ROOT/<dev>/ports/<n>/counters/<name>)."""
+
+    symbol_error: int | None = None
+    link_downed: int | None = None
+    link_error_recovery: int | None = None
+    port_rcv_errors: int | None = None
+    excessive_buffer_overrun_errors: int | None = None
+
+
+@dataclass
+class RdmaPortFacts:
+    device: str  # mlx5_0
+    port: int
+    state: str  # ACTIVE, DOWN, INIT, ...: sysfs's word without its number; "" where unreadable
+    rate: str  # as sysfs writes it: "400 Gb/sec (4X NDR)"
+    link_layer: str  # InfiniBand | Ethernet
+    fw_ver: str | None  # the adapter's firmware
+    counters: RdmaCounters = field(default_factory=RdmaCounters)
+
+
+def _kernel_release() -> str:
+    return os.uname().release
+
+
+@dataclass
 class GpuFacts:
     source: str  # nvml | nvidia-smi | none
     driver: str | None = None
@@ -109,6 +191,11 @@ class GpuFacts:
     missing: list[str] = field(default_factory=list)
     devices: list[Device] = field(default_factory=list)
     xid: XidScan = field(default_factory=XidScan)
+    # When the read began: the driver divides two reads' counter changes by the time between them.
+    read_at: float = field(default_factory=time.time)
+    kernel: str = field(default_factory=_kernel_release)
+    cuda_driver: str | None = None  # the CUDA version the driver supports (NVML only)
+    rdma: list[RdmaPortFacts] = field(default_factory=list)  # every InfiniBand/RoCE port of the host
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), allow_nan=False)

@@ -25,6 +25,7 @@ from pav.judging import Judge, Rejudged, chosen_profile
 from pav.reporting import metrics_export, pushgateway
 from pav.results import HostRecord, TestResult, count_statuses, verdict_of
 from pav.secrets.basic_auth import BasicAuth
+from pav.thresholds.node_policy import recorded_policy
 from pav.thresholds.profiles import known_profiles, profile_path
 
 EXIT_PASS, EXIT_FAIL = 0, 1
@@ -154,7 +155,7 @@ def rejudge(path: Path, profile: str | None = None) -> Rejudgement:
     validated = "validate" in stages if stages else bool(tests)
     if not tests and not validated:
         raise PavError(f"{file} holds no test results to judge (the run did not validate)")
-    judge = Judge.make(chosen, hosts, resolved)
+    judge = Judge.make(chosen, hosts, resolved, policy=recorded_policy(data.get("node_policy")))
     judged = judge.rejudge(tests, run_dir, validated)
     error = str(data.get("error") or "")
     results = [r.test for r in judged]

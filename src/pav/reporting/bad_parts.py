@@ -37,7 +37,9 @@ class Figure:
     basis: str  # absolute | relative | profile | problem | reason
     cause: str
     score: float  # value over its bound: lower is worse; 0 for what has no figure
-    category: str = "hardware"  # user: the user's to fix, not the part's (a GPU another process holds)
+    # user: the user's to fix, not the part's (a GPU another process holds); config: a setting or software
+    # version not as expected (thresholds/gpu_state.py, versions.py), the operator's to set
+    category: str = "hardware"
 
     @property
     def measured(self) -> str:
@@ -74,14 +76,18 @@ class BadPart:
 
     @property
     def category(self) -> str:
-        """hardware, or user: what the worst figure says of whose problem it is (thresholds/leftovers.py)."""
+        """hardware, user or config: what the worst figure says of whose problem it is."""
         return self.worst.category
 
     def line(self) -> str:
         more = f" (and {self.more} more failing)" if self.more else ""
         tests = ", ".join(self.tests)
-        user = " (a user problem)" if self.category == "user" else ""
-        return f"{self.where}{user}: {self.worst.text()}{more} [{tests}]; likely cause: {self.worst.cause}"
+        whose = f" ({CATEGORY_WORDS[self.category]})" if self.category in CATEGORY_WORDS else ""
+        return f"{self.where}{whose}: {self.worst.text()}{more} [{tests}]; likely cause: {self.worst.cause}"
+
+
+# How a line names a category that is not the hardware's.
+CATEGORY_WORDS = {"user": "a user problem", "config": "a configuration problem"}
 
 
 def find(results: dict[str, Any]) -> list[BadPart]:

@@ -123,6 +123,20 @@ PROBLEM_RULES: tuple[tuple[str, str], ...] = (
      "GPU (a job that did not end, a notebook, someone else's run); end it, then run again"),
     (r"^SDC: ", "silent data corruption: the GPU computed another result from the same inputs; drain it and "
      "run the vendor's diagnostics (dcgmi diag -r 4), replace it if they or a re-run agree"),
+    (r"pav_gpu_state\.|ECC disabled where", "a GPU setting not as the node policy expects: set it "
+     "(nvidia-smi -pm 1; -mig 0; -e 1 and a reboot; -rac), or change pav_gpu_state if meant so"),
+    (r"pav_expected_versions|other node\(s\) have|differs across the nodes", "software drift: install the "
+     "same driver, CUDA, NCCL, torch, VBIOS and HCA firmware on every node, or pin pav_expected_versions"),
+    (r"InfoROM", "a corrupted InfoROM: the board needs service (nvidia-smi -q -d INFOROM)"),
+    (r"driver asks for", "the driver needs the GPU reset or the node rebooted: do that, then run again"),
+    (r"GPU fabric", "the NVSwitch fabric did not take the GPU: check nvidia-fabricmanager (its service and "
+     "log) and nvidia-smi -q's Fabric section"),
+    (r"NVLink link \d+: .*(replay|recovery|CRC)", "a marginal NVLink link erring under traffic (nvidia-smi "
+     "nvlink -e): reseat or replace the board, or its NVSwitch tray"),
+    (r"PCIe replays|AER", "a marginal PCIe link: its riser, slot, seating or the GPU (nvidia-smi -q -d PCIE; "
+     "the AER counters in sysfs)"),
+    (r"link_downed|symbol_error|link_error_recovery|port_rcv_errors|buffer_overrun|went from ACTIVE",
+     "a marginal InfiniBand or RoCE link: its cable, transceiver or switch port (perfquery, ibdiagnet)"),
     (r"NVLink link \d+ down", "an NVLink link down: reset the GPU; a link that stays down is a board or "
      "NVSwitch fault (nvidia-smi nvlink -s)"),
     (r"PCIe link trained", "a bad riser, slot or seating (nvidia-smi -q -d PCIE)"),

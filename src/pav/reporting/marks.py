@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pav import catalog
 from pav.isolation import MIN_HOSTS
 from pav.reporting import bad_parts
-from pav.thresholds import health, leftovers
+from pav.thresholds import counters, health, leftovers, versions
 
 PREFIX = "pav "
 REASON_CHARS = 120  # scontrol shows reasons in sinfo -R columns; long ones are unreadable there
@@ -142,7 +143,8 @@ def reason(run_id: str, part: bad_parts.BadPart, tests: tuple[str, ...], more: i
     head, tail = f"{PREFIX}{run_id}: ", f" [{','.join(tests)}]"
     where = part.part or ("fabric" if len(part.hosts) > 1 else "host")
     # A part another process holds: the operator reads whose problem it is before the figure (issue 50).
-    whose = "user problem: " if part.category == "user" else ""
+    words = bad_parts.CATEGORY_WORDS.get(part.category, "")
+    whose = f"{words.removeprefix('a ')}: " if words else ""
     figure = f"{whose}{where} {part.worst.measured}{bound(part.worst.gate)}"
     figure += f" +{more} more" if more else ""
     room = max(REASON_CHARS - len(head) - len(tail), 8)
@@ -153,12 +155,17 @@ def reason(run_id: str, part: bad_parts.BadPart, tests: tuple[str, ...], more: i
 
 # Results of the facts alone, judged again by whatever run reads them (a recheck's configure does): no test
 # of the catalog, nothing to launch (issue 50: a node drained for a GPU another process held).
-FROM_FACTS = (health.NAME, leftovers.NAME)
+FROM_FACTS = (health.NAME, leftovers.NAME, versions.NAME)
 
 
 def to_launch(tests: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The tests a recheck launches again: each the marks name, in order, but those the facts decide."""
-    return tuple(dict.fromkeys(t for mine in tests.values() for t in mine if t not in FROM_FACTS))
+    """The tests a recheck launches again: each the marks name, in order, but those the facts decide.
+    error_counters is read before and after the tests: in its place, the tests that send traffic over the
+    GPUs' links (catalog.link_traffic), so the recheck sees whether the counters still grow."""
+    named = (t for mine in tests.values() for t in mine if t not in FROM_FACTS)
+    return tuple(
+        dict.fromkeys(x for t in named for x in (catalog.link_traffic() if t == counters.NAME else (t,)))
+    )
 
 
 def is_ours(reason_text: str) -> bool:

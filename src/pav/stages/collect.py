@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import tarfile
 from pathlib import Path
+from typing import Any
 
 from pav.context import RunContext
 from pav.stages.playbook import play, record_hosts
@@ -22,6 +24,10 @@ def run(ctx: RunContext) -> str:
     broken = {host.name: error for host in ctx.hosts if (error := unpack(ctx.run_dir / "hosts" / host.name))}
     for name in broken:
         ctx.results.hosts[name].status = "failed"
+    for host in ctx.hosts:
+        after = counters_after(ctx.run_dir / "hosts" / host.name)
+        if after is not None and host.name in ctx.results.hosts:
+            ctx.results.hosts[host.name].facts["gpus_after"] = after
     missing = sorted(failed | set(broken))
     # A host that cannot be collected from keeps its tests as errors; the run goes on to the report.
     return (
@@ -44,3 +50,17 @@ def unpack(host_dir: Path) -> str | None:
         return f"could not unpack {archive} ({exc}); that host's results stay in the archive"
     archive.unlink()
     return None
+
+
+# The facts read again after the tests (roles/run_tests): the error counters' second reading.
+AFTER = "results/gpu-facts-after.json"
+
+
+def counters_after(host_dir: Path) -> dict[str, Any] | None:
+    """The host's second facts read, or None where it made none (no counters to read) or it is unreadable
+    (error_counters is then not judged for the host: the facts say why nothing was compared)."""
+    try:
+        data = json.loads((host_dir / AFTER).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -10,19 +10,18 @@ from typing import Any
 
 from pav import interrupts
 from pav.context import RunContext
-from pav.judging import Judge
+from pav.judging import FROM_FACTS_ANEW, Judge
 from pav.reporting import history, html, junit, metrics_export, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
 from pav.secrets import scrub
 from pav.stages import drain, recheck
-from pav.thresholds import health
 
 
 def judge(ctx: RunContext) -> None:
     judge_launches(ctx)
     judging = run_judge(ctx)
-    if ctx.wants("validate") and not any(t.name == health.NAME for t in ctx.results.tests):
+    if ctx.wants("validate") and not any(t.name in FROM_FACTS_ANEW for t in ctx.results.tests):
         ctx.results.tests.extend(judging.health())
     judging.scaling(ctx.results.tests, ctx.derived_gates)
     ctx.derived_gates = {}  # applied once, even if report runs again after an interrupt
@@ -41,8 +40,12 @@ def run_judge(ctx: RunContext) -> Judge:
     """The run's one Judge, made at its first judging (isolate's or the report's): the profile is resolved
     (auto: by the hosts' GPUs) and read once, the hosts' facts derived once."""
     if ctx.judge is None:
-        ctx.judge = Judge.make(ctx.inputs.profile, ctx.results.hosts, platform=ctx.inputs.platform)
+        policy = ctx.inputs.node_policy
+        ctx.judge = Judge.make(
+            ctx.inputs.profile, ctx.results.hosts, platform=ctx.inputs.platform, policy=policy
+        )
         ctx.results.threshold_profile = ctx.judge.profile.name
+        ctx.results.node_policy = policy.record()
     return ctx.judge
 
 

@@ -16,7 +16,7 @@ from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
 from pav.stages import recheck
 from pav.stages.playbook import FETCHED, play, raise_for_hosts, record_hosts, torn_down
-from pav.thresholds import leftovers
+from pav.thresholds import counters, leftovers
 
 
 def host_views(ctx: RunContext) -> list[HostView]:
@@ -94,13 +94,26 @@ def _job_scripts(ctx: RunContext) -> AbstractContextManager[Path | None]:
 def launch_tests(
     ctx: RunContext, launches: list[Launch], stage: str = "validate", extravars: dict[str, Any] | None = None
 ) -> None:
-    launched = {"pav_launches": [launch.to_var() for launch in launches]}
+    launched = {
+        "pav_launches": [launch.to_var() for launch in launches],
+        "pav_counter_hosts": counter_hosts(ctx),
+    }
     outcome = play(ctx, stage, "validate.yml", launched | (extravars or {}))
     # Before any error is raised: the stages after this one must know what the playbook did for them.
     ctx.collected = outcome.ok.get(FETCHED, set())
     ctx.torn_down = torn_down(outcome)
     record_hosts(ctx, outcome, stage)
     raise_for_hosts(ctx, outcome, stage)
+
+
+def counter_hosts(ctx: RunContext) -> list[str]:
+    """Hosts whose configure read found error counters (GPUs through NVML, RDMA ports): they read them again
+    after the tests (roles/run_tests), for error_counters; a host without any pays no second read."""
+    return [
+        h.name
+        for h in ctx.hosts
+        if h.name in ctx.results.hosts and counters.has_counters(ctx.results.hosts[h.name].facts.get("gpus"))
+    ]
 
 
 def folded(ctx: RunContext) -> dict[str, Any]:

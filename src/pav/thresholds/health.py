@@ -2,7 +2,9 @@
 `gpu_health` result per GPU host, failing with every bad part named. Speed gates (derive.py) say a part is
 slow, and count a part that is down as if it were up (a down part never lowers a bar); these say why a part
 is not what a healthy one is: an NVLink link or an RDMA port down, an RDMA port below its rate, a PCIe link
-trained below its width, memory errors, throttling, a capped power limit, Xids.
+trained below its width, memory errors, throttling, a capped power limit, Xids; and the GPU's settings and
+state against the node policy (gpu_state.py: persistence, MIG, ECC, InfoROM, recovery action, application
+clocks, the NVSwitch fabric).
 
 The host's RDMA ports are judged here too, not in a result of their own: they are the host's part of the
 fabric the GPUs talk through, read with the same facts, and one result per host keeps one place to look.
@@ -13,7 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from pav.results import HostRecord, TestResult
+from pav.thresholds import gpu_state
 from pav.thresholds.hardware import Rdma, RdmaPort, normalize_bus_id, read_hardware
+from pav.thresholds.node_policy import NodePolicy
 
 NAME = "gpu_health"
 # Clock event reasons that mean the hardware is holding the GPU back (gpu_idle, app clocks: by design).
@@ -26,26 +30,37 @@ FATAL_XIDS = {48, 63, 64, 74, 79, 92, 94, 95, 119, 120}
 POWER_SLACK = 0.95
 
 
-def health_results(hosts: dict[str, HostRecord]) -> list[TestResult]:
+def health_results(hosts: dict[str, HostRecord], policy: NodePolicy | None = None) -> list[TestResult]:
     """A result per host whose facts hold NVML GPU facts; none for CPU hosts or older fact sources."""
     out = []
     for name, record in hosts.items():
         gpus = record.facts.get("gpus")
         if isinstance(gpus, dict) and gpus.get("devices"):
-            out.append(judge_host(name, gpus, record.facts))
+            out.append(judge_host(name, gpus, record.facts, policy))
     return out
 
 
-def judge_host(host: str, gpus: dict[str, Any], facts: dict[str, Any] | None = None) -> TestResult:
-    """`facts`: the host's other facts (facts.rdma, facts.nccl_env); without them no RDMA port is judged."""
+def judge_host(
+    host: str, gpus: dict[str, Any], facts: dict[str, Any] | None = None, policy: NodePolicy | None = None
+) -> TestResult:
+    """`facts`: the host's other facts (facts.rdma, facts.nccl_env); without them no RDMA port is judged.
+    `policy`: the GPU state expected (thresholds/node_policy.py), its defaults where None."""
+    policy = policy or NodePolicy()
     hw = read_hardware(host, {**(facts or {}), "gpus": gpus})
     named = hw.gpus  # the same labels the speed gates use
     # A host given part of a machine's GPUs (preflight_gpu_ids) answers for those alone: NVML lists all.
     owned = {gpu.bus_id for gpu in named}
     devices = [d for d in gpus["devices"] if normalize_bus_id(str(d.get("pci_bus_id") or "")) in owned]
     # (part, problem): the part is what a report lists the problem under (a GPU's label, an RDMA port).
-    pairs = zip(devices, named, strict=True)
+    pairs = list(zip(devices, named, strict=True))
     found = [(gpu.label(), p) for d, gpu in pairs for p in device_problems(d, gpu.label())]
+    found += [(gpu.label(), p) for d, gpu in pairs for p in gpu_state.state_problems(d, gpu.label())]
+    settings = [
+        (gpu.label(), p) for d, gpu in pairs for p in gpu_state.setting_problems(d, gpu.label(), policy)
+    ]
+    if policy.gpu_state["ecc_mode"] == "any":
+        settings += gpu_state.ecc_mixed(devices, [gpu.label() for gpu in named])
+    found += settings
     labels = {gpu.bus_id: gpu.label() for gpu in named}
     xids = [
         event
@@ -68,10 +83,16 @@ def judge_host(host: str, gpus: dict[str, Any], facts: dict[str, Any] | None = N
         "rdma_ports_checked": len(rdma.ports),
         "rdma_ports_bad": len(bad_ports),
     }
-    why = "every GPU, link and RDMA port healthy (facts.gpus, facts.rdma)"
+    why = (
+        "every GPU, link and RDMA port healthy, each GPU as the node policy expects (facts.gpus, facts.rdma)"
+    )
     threshold: dict[str, Any] = {"gates": [{"metric": "problems", "max": 0, "why": why}]}
     if found:
-        threshold["problems"] = [{"part": part, "problem": p} for part, p in found]
+        config = set(settings)
+        threshold["problems"] = [
+            {"part": part, "problem": p} | ({"category": gpu_state.CATEGORY} if (part, p) in config else {})
+            for part, p in found
+        ]
     status = "fail" if problems else "pass"
     return TestResult(NAME, [host], status, "; ".join(problems), metrics, threshold)
 
