@@ -122,3 +122,29 @@ def test_judge_gives_each_problem_its_category_and_fix() -> None:
     assert (held["category"], held["fix"]) == ("user", "end it (kill 1068)")
     assert held["problem"] == "PID 1068 (python3, user root) holds 122204 MiB"
     assert preflight.judge("node", recorded("h200x4-idle-1.json")["gpus"], 4) == []
+
+
+def real_h200x2_facts(tmp_path: Path) -> Path:
+    """The facts command's own output on an idle 2x H200 (session 25's healthy run, its configure read)."""
+    run = ROOT / "tests" / "thresholds" / "fixtures" / "h200x2c-healthy-default" / "results.json"
+    return saved(tmp_path, json.loads(run.read_text())["hosts"]["localhost"]["facts"]["gpus"])
+
+
+def test_gpu_settings_and_versions_as_flags_say_are_judged_as_configuration_problems(tmp_path: Path) -> None:
+    facts = real_h200x2_facts(tmp_path)
+    fit = run_cli_here("preflight", "--facts", str(facts), "--expect-version", "driver=580.159.04",
+                       "--expect-version", "cuda_driver=13.0")  # fmt: skip
+    assert fit.rc == 0, fit.stdout + fit.stderr
+    done = run_cli_here("preflight", "--facts", str(facts), "--gpu-state", "mig_mode=enabled",
+                        "--expect-version", "driver=575.57.08")  # fmt: skip
+    assert done.rc == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3, lines  # MIG on each of the two GPUs, the driver
+    assert lines[0].startswith(f"FAIL: {HOST} GPU 0 (00000000:00:06.0, ")
+    assert lines[0].endswith(
+        ": MIG mode disabled (expected enabled; pav_gpu_state.mig_mode) (configuration problem)"
+    )
+    assert lines[2] == (f"FAIL: {HOST} {HOST}: {HOST}: driver 580.159.04, expected 575.57.08 "
+                        "(pav_expected_versions.driver) (configuration problem)")  # fmt: skip
+    bad = run_cli_here("preflight", "--facts", str(facts), "--gpu-state", "mig_mode")
+    assert (bad.rc, bad.stderr.strip()) == (2, "error: --gpu-state 'mig_mode': give KEY=VALUE")

@@ -16,12 +16,12 @@ from pav import catalog
 from pav.commands.judge import rejudge
 from pav.context import Options, RunContext
 from pav.inventory import Host
-from pav.judging import recorded_launch
+from pav.judging import FROM_FACTS_ANEW, recorded_launch
 from pav.launches import Launch
 from pav.reporting.history import MIN_RUNS
 from pav.results import HostRecord, TestResult
 from pav.stages import report
-from pav.thresholds import health, leftovers
+from pav.thresholds import leftovers
 from tests.driver.contexts import context
 from tests.thresholds.test_real_gpu_runs import CALIBRATION, FIXTURES, Run
 
@@ -37,7 +37,7 @@ def collected(run: Run, where: Path, options: Options | None = None) -> RunConte
     recorded = json.loads((run_dir / "results.json").read_text())
     for name in WRITTEN:
         (run_dir / name).unlink(missing_ok=True)
-    tests = [TestResult(**t) for t in recorded["tests"] if t["name"] != health.NAME]
+    tests = [TestResult(**t) for t in recorded["tests"] if t["name"] not in FROM_FACTS_ANEW]
     # validate's own result before any launch (the GPUs' processes), no test of the catalog
     held = [t for t in tests if t.name == leftovers.NAME]
     tests = [t for t in tests if t not in held]

@@ -35,7 +35,10 @@ def test_two_hosts_on_one_machine_run_a_test_across_both(tmp_path: Path) -> None
     run_dir = tmp_path / "run"
     run = run_cli("--inventory", str(inventory / "hosts.yml"), "--run-dir", str(run_dir))
     assert run.rc == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    (test,) = json.loads((run_dir / "results.json").read_text())["tests"]
+    test, versions = json.loads((run_dir / "results.json").read_text())["tests"]
+    # Two nodes of one machine run one release: software_versions compares them (kernel, torch)
+    assert (versions["name"], versions["status"]) == ("software_versions", "pass"), versions
+    assert versions["threshold"]["versions"]["torch"].keys() == {"node-a", "node-b"}
     assert (test["name"], test["hosts"], test["status"]) == (
         "torch_gloo_collectives_multi",
         ["node-a", "node-b"],

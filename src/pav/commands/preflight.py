@@ -1,7 +1,10 @@
-"""preflight [--expect-gpus N] [--timeout-s S] [--facts FILE] [--json]: this node's state in about a second,
-no test (issue 50): the GPUs another process holds (gpu_leftovers: a user problem) and what gpu_health names
-from the facts alone (an NVLink link or RDMA port down or slow, a PCIe link trained narrow, ECC errors, row
-remapping, fatal Xids, clocks held back, a capped power limit). One `FAIL:` line per problem.
+"""preflight [--expect-gpus N] [--gpu-state KEY=VALUE] [--expect-version COMPONENT=VERSION] [--timeout-s S]
+[--facts FILE] [--json]: this node's state in about a second, no test (issue 50): the GPUs another process
+holds (gpu_leftovers: a user problem), what gpu_health names from the facts alone (an NVLink link or RDMA
+port down or slow, a PCIe link trained narrow, ECC errors, row remapping, fatal Xids, clocks held back, a
+capped power limit, an InfoROM, recovery action or NVSwitch fabric fault; a setting not as pav_gpu_state's
+defaults or --gpu-state say: a configuration problem), and software other than --expect-version pins. One
+`FAIL:` line per problem. The error counters need a run between two reads: the run judges them.
 
 For a Slurm Prolog or HealthCheckProgram, and a Kubernetes init container (docs/preflight.md): exit 0 the
 node is fit (one `OK:` line), 1 a problem, 2 the state could not be read (one `error:` line).
@@ -26,9 +29,11 @@ from typing import Any
 from pav import paths
 from pav.errors import PavError
 from pav.results import HostRecord
-from pav.thresholds import health, leftovers
+from pav.thresholds import health, leftovers, versions
+from pav.thresholds.node_policy import NodePolicy, node_policy
 
 EXIT_OK, EXIT_FAIL, EXIT_UNREAD = 0, 1, 2
+WHOSE = {"config": "configuration"}  # how a FAIL line names a category
 TIMEOUT_S = 30.0  # NVML init alone can take seconds a GPU without persistence mode
 
 
@@ -45,6 +50,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--facts", type=Path, metavar="FILE",
         help="judge this saved output of `python -m pav_payload facts` instead of reading this node",
     )  # fmt: skip
+    parser.add_argument(
+        "--gpu-state", action="append", default=[], metavar="KEY=VALUE",
+        help="what a GPU setting must be, as pav_gpu_state's keys (persistence_mode, mig_mode, ecc_mode, "
+        "app_clocks; e.g. mig_mode=enabled); the others keep their defaults",
+    )  # fmt: skip
+    parser.add_argument(
+        "--expect-version", action="append", default=[], metavar="COMPONENT=VERSION",
+        help="a version this node must have, as pav_expected_versions' components (driver, cuda_driver, "
+        "vbios, kernel, hca_fw; e.g. driver=580.159.04)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON object: host, ok, problems, seconds")
 
 
@@ -58,11 +73,13 @@ def _count(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     started, host = time.monotonic(), socket.gethostname()
     try:
+        state, pins = _pairs(args.gpu_state, "--gpu-state"), _pairs(args.expect_version, "--expect-version")
+        policy = node_policy(state, pins, "preflight")
         gpus = _saved(args.facts) if args.facts else _read(args.timeout_s)
     except PavError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREAD
-    problems = judge(host, gpus, args.expect_gpus)
+    problems = judge(host, gpus, args.expect_gpus, policy)
     seconds = time.monotonic() - started
     count = len(gpus.get("devices") or [])
     if args.json:
@@ -70,15 +87,29 @@ def run(args: argparse.Namespace) -> int:
                           "seconds": round(seconds, 3)}))  # fmt: skip
     else:
         for p in problems:
-            print(f"FAIL: {host} {p['part']}: {p['problem']} ({p['category']} problem{_fix(p)})")
+            whose = WHOSE.get(p["category"], p["category"])
+            print(f"FAIL: {host} {p['part']}: {p['problem']} ({whose} problem{_fix(p)})")
         if not problems:
             fit = "none held by another process, no health problem"
             print(f"OK: {host}: {count} GPU(s), {fit} ({seconds:.2f} s)")
     return EXIT_FAIL if problems else EXIT_OK
 
 
-def judge(host: str, gpus: dict[str, Any], expect: int | None) -> list[dict[str, str]]:
-    """The node's problems: part, problem, category (user or hardware), and how to clear a leftover."""
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise PavError(f"{flag} {item!r}: give KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def judge(
+    host: str, gpus: dict[str, Any], expect: int | None, policy: NodePolicy | None = None
+) -> list[dict[str, str]]:
+    """The node's problems: part, problem, category (user, config, hardware), and how to clear a leftover."""
+    policy = policy or NodePolicy()
     out: list[dict[str, str]] = []
     count = len(gpus.get("devices") or [])
     if expect is not None and count != expect:
@@ -89,10 +120,13 @@ def judge(host: str, gpus: dict[str, Any], expect: int | None) -> list[dict[str,
     for held in leftovers.find({host: record}).get(host, []):
         out.append({"part": held.gpu, "problem": held.problem, "category": leftovers.CATEGORY,
                     "fix": held.fix()})  # fmt: skip
+    found = []
     if gpus.get("devices"):
-        found = health.judge_host(host, gpus, record.facts).threshold.get("problems") or []
-        out += [{"part": str(p["part"]), "problem": str(p["problem"]), "category": "hardware", "fix": ""}
-                for p in found]  # fmt: skip
+        found += health.judge_host(host, gpus, record.facts, policy).threshold.get("problems") or []
+    [drift] = versions.versions_results({host: record}, policy) or [None]
+    found += drift.threshold.get("problems") or [] if drift else []
+    out += [{"part": str(p["part"]), "problem": str(p["problem"]),
+             "category": str(p.get("category") or "hardware"), "fix": ""} for p in found]  # fmt: skip
     return out
 
 

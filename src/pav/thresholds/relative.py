@@ -12,6 +12,7 @@ from pav.thresholds.derive import PER_GPU, DerivedGate, Fraction, fractions, pai
 from pav.thresholds.hardware import HostHardware
 
 AT_ONCE = ("h2d_all_gbps", "d2h_all_gbps")  # the probe's host copies with every GPU copying at once
+ALONE = ("h2d_gbps", "d2h_gbps")  # its host copies of each GPU alone: the host's memory path in them too
 
 
 def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) -> list[DerivedGate]:
@@ -19,13 +20,15 @@ def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) 
     if test != PROBE:
         return []
     labels = {g.metric_key: g.label() for g in hw.gpus} if hw else {}
-    per_gpu, per_pair = fractions()["relative"]["per_gpu"], fractions()["relative"]["per_pair"]
+    relative = fractions()["relative"]
+    per_pair = relative["per_pair"]
     out: list[DerivedGate] = []
     for metric in PER_GPU:
         values = _numbers(metrics.get(metric))
         if len(values) < 2:
             continue
         best = max(values, key=lambda k: values[k])
+        per_gpu = relative["host_copy_alone" if metric in ALONE else "per_gpu"]
         source = f"best GPU of the host: {labels.get(best, f'GPU {best}')} {values[best]:.4g}"
         for idx in values:
             part = labels.get(idx, f"GPU {idx}")
