@@ -161,10 +161,12 @@ CALIBRATION += (
 )
 # Session 25 (issue 50 items 2-4): the default sets with each GPU's settings and state judged (gpu_health),
 # the error counters read at configure and again after the tests (error_counters) and, on the 1 + 1 bed,
-# software_versions across its two nodes: 2x H200 local and bed, 4x H200 local. The 4x H200 run is the one
+# software_versions across its two nodes: 2x H200 local and bed, 4x H200 local, 1x H100 local and an own
+# inventory (one GPU: no NVLink link to count). The 4x H200 run is the one
 # whose GPU 0 copied 42.5 GB/s from the host alone against 50.7 on GPU 3 (thresholds/hardware/fractions.yml,
 # host_copy_alone).
-NODE_STATE_RUNS = ("h200x2c-healthy-default", "h200x2c-split-1x1-nvlink", "h200x4c-healthy-default")
+NODE_STATE_RUNS = ("h200x2c-healthy-default", "h200x2c-split-1x1-nvlink", "h200x4c-healthy-default",
+                   "h100x1d-healthy-default", "h100x1d-inventory-default")  # fmt: skip
 CALIBRATION += tuple(Run(name, "PASS") for name in NODE_STATE_RUNS)
 HEALTHY = [run for run in CALIBRATION if run.verdict == "PASS"]
 GPU_BUSY = [run for run in CALIBRATION if "gpu-busy" in run.fixture]
@@ -340,14 +342,17 @@ def test_a_healthy_real_run_reads_every_counter_twice_and_passes_the_node_state_
     hosts = recorded(Run(name, "PASS"))["hosts"]
     for host, record in hosts.items():
         before, after = record["facts"]["gpus"], record["facts"]["gpus_after"]
-        assert after["read_at"] - before["read_at"] > 60  # the read after the tests came after them
+        assert after["read_at"] - before["read_at"] > 20  # the read after the tests came after them
         for dev in (*before["devices"], *after["devices"]):
             assert None not in (
                 dev["state"]["persistence_mode"],
                 dev["state"]["inforom_valid"],
                 dev["state"]["vbios"],
             )
-            assert dev["counters"]["pcie_replay"] is not None and len(dev["counters"]["nvlink"]) == 18
+            assert (
+                dev["counters"]["pcie_replay"] is not None
+                and len(dev["counters"]["nvlink"]) == dev["nvlink"]["links_up"]
+            )
         for state in ("gpu_health", "error_counters"):
             judged = found[(state, (host,))]
             assert (judged.how, judged.test.status) == ("facts", "pass"), judged.test.reason
