@@ -44,7 +44,7 @@ from tests.conftest import PAYLOAD
 
 TOP_KEYS = {
     "source", "driver", "nvml_version", "missing", "devices", "xid", "read_at", "kernel", "cuda_driver",
-    "rdma",
+    "rdma", "host_memory",
 }  # fmt: skip
 DEVICE_KEYS = {
     "index", "name", "uuid", "pci_bus_id", "memory_total_mib", "memory_used_mib", "processes",

@@ -17,7 +17,9 @@ from pav_payload.cli import main
 from pav_payload.gpu_facts import collect
 from pav_payload.gpu_facts.counters import read_aer
 from pav_payload.gpu_facts.decode import cuda_version_text, sysfs_bus_id
+from pav_payload.gpu_facts.meminfo import read_host_memory
 from pav_payload.gpu_facts.nvml import read_nvml
+from pav_payload.gpu_facts.output import HostMemory
 from pav_payload.gpu_facts.rdma import read_rdma
 
 from tests.payload.test_gpu_facts import (
@@ -382,3 +384,14 @@ def test_host_facts_take_the_sysfs_options(tmp_path: Path, capsys: pytest.Captur
     assert main(["host-facts", "--infiniband-sysfs", str(ib), "--pci-sysfs", str(tmp_path)]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["gpus"]["rdma"] == RDMA_PORTS
+
+
+def test_host_memory_is_read_from_meminfo_and_an_unreadable_file_is_named(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal: 263998500 kB\nMemFree: 261364328 kB\nMemAvailable: 263075644 kB\n")
+    missing: list[str] = []
+    assert read_host_memory(missing, meminfo) == HostMemory(257811, 256909)
+    assert missing == []
+    assert read_host_memory(missing, tmp_path / "gone") == HostMemory()
+    assert missing == [f"host_memory: {tmp_path / 'gone'} unreadable ([Errno 2] No such file or directory: "
+                       f"'{tmp_path / 'gone'}')"]  # fmt: skip

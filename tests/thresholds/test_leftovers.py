@@ -161,3 +161,32 @@ def test_the_setting_takes_stop_or_warn() -> None:
     assert settings_from({"pav_gpu_leftovers": "warn"}, "pav.yml").gpu_leftovers == "warn"
     with pytest.raises(PavError, match=r"pav.yml: pav_gpu_leftovers must be stop or warn, got 'ignore'"):
         settings_from({"pav_gpu_leftovers": "ignore"}, "pav.yml")
+
+
+def with_host_memory(
+    facts: dict[str, Any], recording: str, available_kb: int | None = None
+) -> dict[str, Any]:
+    """The host's memory as the recording's /proc/meminfo said it, or with only `available_kb` available."""
+    meminfo = json.loads((NODE_STATE / recording).read_text())["host_memory"]
+    total = int(meminfo["MemTotal"].split()[0])
+    available = int(meminfo["MemAvailable"].split()[0]) if available_kb is None else available_kb
+    facts["gpus"]["host_memory"] = {"total_mib": total // 1024, "available_mib": available // 1024}
+    return facts
+
+
+def test_host_memory_held_before_the_tests_is_a_user_problem_and_an_idle_hosts_is_not() -> None:
+    idle = with_host_memory(recorded("h200x4-idle-1.json"), "h200x4-idle-1.json")
+    assert leftovers.find(host(idle)) == {"gpu-node": []}
+    held = with_host_memory(recorded("h200x4-idle-1.json"), "h200x4-idle-1.json", available_kb=100 * 1024**2)
+    [found] = leftovers.find(host(held))["gpu-node"]
+    total = held["gpus"]["host_memory"]["total_mib"]
+    assert (found.gpu, found.problem) == ("host memory", f"only 102400 of {total} MiB available before the "
+                                          "tests (under 50%)")  # fmt: skip
+    assert found.fix() == "end what holds it (ps aux --sort=-rss | head)"
+    [result] = leftovers.results({"gpu-node": [found]}, "stop")
+    assert result.status == "fail" and result.metrics == {"gpus_held": 0, "host_memory_held": 1}
+    [part] = bad_parts.find({"tests": [vars(result)]})
+    assert (
+        part.line().startswith("gpu-node host memory (a user problem): ")
+        and "user problem" in part.worst.cause
+    )

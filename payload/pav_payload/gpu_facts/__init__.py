@@ -24,6 +24,7 @@ from types import ModuleType
 
 from pav_payload.gpu_facts.commands import Run, run_command
 from pav_payload.gpu_facts.counters import PCI_ROOT, read_aer
+from pav_payload.gpu_facts.meminfo import read_host_memory
 from pav_payload.gpu_facts.missing import describe_error
 from pav_payload.gpu_facts.nvml import read_nvml
 from pav_payload.gpu_facts.output import GpuFacts
@@ -58,6 +59,7 @@ def collect(
         device.counters.aer = read_aer(pci_root, device.pci_bus_id, device.missing)
     facts.xid = scan_xid(run)
     facts.rdma = read_rdma(ib_root, facts.missing)
+    facts.host_memory = read_host_memory(facts.missing)
     facts.read_at = read_at
     return facts
 

@@ -184,6 +184,12 @@ def _kernel_release() -> str:
 
 
 @dataclass
+class HostMemory:
+    total_mib: int | None = None
+    available_mib: int | None = None  # MemAvailable: free plus what the kernel can reclaim (page cache)
+
+
+@dataclass
 class GpuFacts:
     source: str  # nvml | nvidia-smi | none
     driver: str | None = None
@@ -196,6 +202,7 @@ class GpuFacts:
     kernel: str = field(default_factory=_kernel_release)
     cuda_driver: str | None = None  # the CUDA version the driver supports (NVML only)
     rdma: list[RdmaPortFacts] = field(default_factory=list)  # every InfiniBand/RoCE port of the host
+    host_memory: HostMemory = field(default_factory=HostMemory)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), allow_nan=False)

@@ -119,6 +119,8 @@ FIGURE_RULES: tuple[tuple[str, str], ...] = (
 )
 # gpu_health's problems, by what the problem says.
 PROBLEM_RULES: tuple[tuple[str, str], ...] = (
+    (r"available before the tests", "a user problem, not the hardware: another process holds the host's "
+     "memory (a job that did not end, a data loader, a notebook); end it, then run again"),
     (r"PID \d+ .*holds|in use by no process", "a user problem, not the hardware: another process holds the "
      "GPU (a job that did not end, a notebook, someone else's run); end it, then run again"),
     (r"^SDC: ", "silent data corruption: the GPU computed another result from the same inputs; drain it and "

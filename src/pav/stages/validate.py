@@ -59,8 +59,11 @@ def held_gpus(ctx: RunContext) -> str:
         print(f"{'warning' if policy == 'warn' else 'stop'}: {leftover.line()}", file=sys.stderr)
     if not held or policy == "warn":
         return ""
-    gpus = len({(x.host, x.gpu) for x in held})  # a GPU two processes hold counts once, as gpus_held does
-    return f"stopped before the tests: {gpus} GPU(s) held by other processes ({leftovers.NAME})"
+    # A GPU two processes hold counts once, as gpus_held does.
+    gpus = len({(x.host, x.gpu) for x in held if x.gpu != leftovers.HOST_MEMORY})
+    hosts = sorted({x.host for x in held if x.gpu == leftovers.HOST_MEMORY})
+    memory = f", the memory of {', '.join(hosts)}" if hosts else ""
+    return f"stopped before the tests: {gpus} GPU(s){memory} held by other processes ({leftovers.NAME})"
 
 
 def run(ctx: RunContext) -> str:

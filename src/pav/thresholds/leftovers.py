@@ -1,5 +1,6 @@
 """GPUs that another process holds when the tests are about to start (issue 50): one `gpu_leftovers` result
-per GPU host, from the facts configure read (facts.gpus: NVML's compute processes and memory in use).
+per GPU host, from the facts configure read (facts.gpus: NVML's compute processes and memory in use; the
+host's memory available, /proc/meminfo).
 
 A leftover is a user problem, not the hardware's: a job that did not end, a notebook left open, someone
 else's run. Tests on such a GPU fail with out-of-memory errors or run slow, and their gates then blame the
@@ -21,6 +22,12 @@ CATEGORY = "user"  # the bad part's category: the user's to fix, not the hardwar
 # driver's own (tests/payload/fixtures/node-state). More is held from where this host cannot see: a process
 # of another container or PID namespace.
 UNSEEN_MIB = 2048
+# Host memory available on a GPU node before its tests, as a share of the total: an idle node has nearly all
+# of it (263 of 264 GB on the 2x H200 recording; the page cache counts as available). Under half is a process
+# holding the host (a job's data loader, a leftover notebook): the tests' pinned copies and loaders then
+# starve or the OOM killer ends a rank.
+HOST_AVAILABLE = 0.5
+HOST_MEMORY = "host memory"  # the part a host-memory leftover names
 WARN = "set pav_gpu_leftovers: warn to run the tests anyway (docs/configuration.md)"
 
 
@@ -30,9 +37,12 @@ class Leftover:
     gpu: str  # the GPU's label, as gpu_health and the speed gates name it
     problem: str  # what holds it: "PID 1068 (python3, user root) holds 122204 MiB"
     pid: int | None = None  # None: memory held by no process this host can see
+    hint: str = ""  # how to clear it, where no PID says
 
     def fix(self) -> str:
-        return f"end it (kill {self.pid})" if self.pid else "end what holds it (nvidia-smi on the machine)"
+        if self.pid:
+            return f"end it (kill {self.pid})"
+        return self.hint or "end what holds it (nvidia-smi on the machine)"
 
     def line(self) -> str:
         """The run's one line about this GPU: what holds it and how to clear it."""
@@ -48,7 +58,19 @@ def find(hosts: dict[str, HostRecord]) -> dict[str, list[Leftover]]:
         devices = _devices(name, record.facts)
         if devices is not None:
             found[name] = [x for label, device in devices for x in _held(name, label, device)]
+            found[name] += _host_held(name, record.facts["gpus"].get("host_memory"))
     return found
+
+
+def _host_held(host: str, memory: Any) -> list[Leftover]:
+    """The host's memory, where less than HOST_AVAILABLE of it is available before the tests."""
+    if not isinstance(memory, dict):
+        return []
+    total, available = memory.get("total_mib"), memory.get("available_mib")
+    if not isinstance(total, int) or not isinstance(available, int) or available >= total * HOST_AVAILABLE:
+        return []
+    problem = f"only {available} of {total} MiB available before the tests (under {HOST_AVAILABLE:.0%})"
+    return [Leftover(host, HOST_MEMORY, problem, hint="end what holds it (ps aux --sort=-rss | head)")]
 
 
 def results(found: dict[str, list[Leftover]], policy: str) -> list[TestResult]:
@@ -56,9 +78,15 @@ def results(found: dict[str, list[Leftover]], policy: str) -> list[TestResult]:
     out = []
     for host, leftovers in found.items():
         problems = [f"{x.gpu}: {x.problem}" for x in leftovers]
-        metrics = {"gpus_held": len({x.gpu for x in leftovers})}
+        metrics = {"gpus_held": len({x.gpu for x in leftovers if x.gpu != HOST_MEMORY})}
         why = "no process but the run's holds a GPU when the tests start (facts.gpus: NVML)"
         threshold: dict[str, Any] = {"gates": [{"metric": "gpus_held", "max": 0, "why": why}]}
+        if any(x.gpu == HOST_MEMORY for x in leftovers):
+            metrics["host_memory_held"] = 1
+            why_host = (
+                f"at least {HOST_AVAILABLE:.0%} of the host's memory available (facts.gpus.host_memory)"
+            )
+            threshold["gates"].append({"metric": "host_memory_held", "max": 0, "why": why_host})
         if leftovers:
             threshold["problems"] = [
                 {"part": x.gpu, "problem": x.problem, "category": CATEGORY} for x in leftovers
