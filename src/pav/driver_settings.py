@@ -88,6 +88,9 @@ def settings_from(data: dict[str, Any], source: str, base: Settings | None = Non
             raise PavError(f"{source}: pav_test_timeouts_s.{name} must be a positive number of seconds")
     if settings.test_timeout_s <= 0 or settings.cpu_procs_per_host <= 0:
         raise PavError(f"{source}: pav_test_timeout_s and pav_cpu_procs_per_host must be positive")
+    if settings.hosts < 1:
+        # An env that provisions creates this many; --hosts is checked the same way (cli.py).
+        raise PavError(f"{source}: pav_hosts must be at least 1, got {settings.hosts}; fix that key")
     if settings.burn_in_s < 0:
         raise PavError(f"{source}: pav_burn_in_s must be 0 (no burn-in) or a number of seconds")
     if settings.gpu_leftovers not in GPU_LEFTOVERS:

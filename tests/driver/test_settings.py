@@ -40,6 +40,12 @@ def test_bad_per_test_timeouts_name_the_key(value: object, message: str) -> None
         settings_from({"pav_test_timeouts_s": value}, "group_vars/all.yml")
 
 
+def test_no_hosts_set_by_e_is_refused_naming_the_setting() -> None:
+    """-e pav_hosts=0 once passed a dry run, and the sim provider then blamed --hosts 0 (issue 51)."""
+    run = run_cli_here("--env", "sim", "-e", "pav_hosts=0", "--dry-run")
+    assert_one_line_error(run, "pav_hosts must be at least 1, got 0", "-e")
+
+
 def test_an_unknown_test_in_the_timeouts_is_refused(tmp_path: Path) -> None:
     (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
     (tmp_path / "group_vars").mkdir()
