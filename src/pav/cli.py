@@ -330,7 +330,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         env=env.name,
         inventory=str(env.hosts_file or env.terraform_dir),
         run_dir=str(run_dir),
-        threshold_profile=inputs.profile,
+        threshold_profile_chosen=inputs.profile,
         kept_run={"run_id": kept, "run_dir": str(args.run_dir)} if kept else {},
         reused=options.reuse or "",
     )

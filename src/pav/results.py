@@ -65,7 +65,8 @@ class RunResults:
     env: str
     inventory: str
     run_dir: str
-    threshold_profile: str = ""
+    threshold_profile: str = ""  # the profile the run was judged by, once resolved ("" until it is)
+    threshold_profile_chosen: str = ""  # as chosen (pav_threshold_profile): auto, or a profile's name
     started: str = field(default_factory=utc_now)
     ended: str | None = None
     stages: list[StageRecord] = field(default_factory=list)

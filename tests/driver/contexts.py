@@ -21,6 +21,9 @@ def context(
                   Path("tf") if provisions else None)  # fmt: skip
     chosen, given = options or Options(), replace(Settings(), **settings)
     inputs = run_inputs.resolve(env, chosen, given)
-    ctx = RunContext(env, chosen, given, Path("run"), RunResults("id", "t", "inv", "run"), inputs)
+    results = RunResults(
+        "id", "t", "inv", "run", threshold_profile_chosen=inputs.profile
+    )  # as cli.py records it
+    ctx = RunContext(env, chosen, given, Path("run"), results, inputs)
     ctx.hosts = [Host(f"h{i}", f"10.0.0.{i}") for i in range(hosts)]
     return ctx

@@ -128,6 +128,21 @@ def test_a_run_judged_by_this_release_gets_its_own_verdict_again(tmp_path: Path)
     assert found.gates == recorded["gates"]
 
 
+def test_the_profile_as_chosen_is_read_from_the_record_not_from_its_gates(tmp_path: Path) -> None:
+    """results.json records the profile as chosen (threshold_profile_chosen) and as resolved, once each
+    (issue 51): gpu-correctness chosen turns the derived gates off whatever the recorded gates say."""
+    run_dir = make_run(tmp_path)
+    data = json.loads((run_dir / "results.json").read_text())
+    assert (data["threshold_profile_chosen"], data["threshold_profile"]) == ("auto", "h100-sxm-8gpu")
+    assert statuses(rejudge(run_dir))[("gpu_probe", "h1")][0] == "fail"  # h1's GPU 2: a derived gate
+    data["threshold_profile_chosen"] = data["threshold_profile"] = "gpu-correctness"
+    data["gates"] = {}  # nothing in them says the derived gates were off: only the record does
+    (run_dir / "results.json").write_text(json.dumps(data))
+    found = rejudge(run_dir)
+    assert found.profile == "gpu-correctness"
+    assert statuses(found)[("gpu_probe", "h1")][0] == "pass"
+
+
 def test_its_results_json_alone_gets_the_same_verdict(tmp_path: Path) -> None:
     """Without the raw host results the recorded metrics are judged; the outcome is the same."""
     run_dir = make_run(tmp_path)

@@ -151,7 +151,8 @@ def rejudge(path: Path, profile: str | None = None) -> Rejudgement:
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise _unreadable(file, f"{type(exc).__name__}: {exc}") from None
     recorded = str(data.get("threshold_profile") or "")
-    chosen, resolved = _profile(file, profile, recorded, gates if isinstance(gates, dict) else {})
+    as_chosen = str(data.get("threshold_profile_chosen") or "")
+    chosen, resolved = _profile(file, profile, recorded, as_chosen, gates if isinstance(gates, dict) else {})
     validated = "validate" in stages if stages else bool(tests)
     if not tests and not validated:
         raise PavError(f"{file} holds no test results to judge (the run did not validate)")
@@ -213,15 +214,21 @@ def _test(raw: Any) -> TestResult:
     )  # fmt: skip
 
 
-def _profile(file: Path, asked: str | None, recorded: str, gates: dict[str, Any]) -> tuple[str, str]:
-    """The profile as chosen (what turns the derived gates off) and what it resolved to ("": resolve it)."""
+def _profile(
+    file: Path, asked: str | None, recorded: str, as_chosen: str, gates: dict[str, Any]
+) -> tuple[str, str]:
+    """The profile as chosen (what turns the derived gates off) and what it resolved to ("": resolve it).
+    A run records both (threshold_profile_chosen, threshold_profile); one recorded before it did records
+    the resolved one only, and what it chose is read from its gates (chosen_profile)."""
     if asked:
         if asked != "auto":
             profile_path(asked, asked_by="--profile")
         return asked, ""
+    if not recorded and as_chosen:  # the run never reached a judging: its choice was not resolved
+        return as_chosen, ""
     if not recorded:
         raise PavError(f"{file} records no threshold_profile; pass --profile NAME")
-    if recorded == "auto":  # the run never reached a judging: auto was not resolved
+    if recorded == "auto":  # a run of an earlier release that never reached a judging
         return "auto", ""
     try:
         profile_path(recorded)
@@ -231,7 +238,7 @@ def _profile(file: Path, asked: str | None, recorded: str, gates: dict[str, Any]
             f"{file} was judged by threshold profile '{recorded}', which this release does not have; "
             f"pass --profile NAME (known: auto, {known})"
         ) from None
-    return chosen_profile(recorded, gates), recorded
+    return as_chosen or chosen_profile(recorded, gates), recorded
 
 
 def render(found: Rejudgement) -> str:

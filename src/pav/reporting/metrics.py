@@ -55,7 +55,12 @@ def host_verdict(host: str, results: dict[str, Any], parts: list[bad_parts.BadPa
 
 def _run(results: dict[str, Any], env: str) -> list[Family]:
     info = Family("pav_run_info", "the latest run: its id and the threshold profile it was judged by")
-    info.add(1, env=env, run_id=str(results.get("run_id")), profile=str(results.get("threshold_profile")))
+    info.add(
+        1,
+        env=env,
+        run_id=str(results.get("run_id")),
+        profile=str(results.get("threshold_profile") or results.get("threshold_profile_chosen")),
+    )
     verdict = Family("pav_run_verdict", "1 for the run's verdict (PASS, FAIL, ERROR, NONE), 0 for the others")
     _state_set(verdict, str(results.get("verdict")), VERDICTS, "verdict", env=env)
     ended = Family("pav_run_timestamp_seconds", "when the run ended, Unix time")

@@ -24,7 +24,7 @@ def render(results: RunResults) -> str:
         return _render_teardown(results)
     lines = [
         f"verdict {results.verdict}  run {results.run_id}  env {results.env}  "
-        f"profile {results.threshold_profile}",
+        f"profile {results.threshold_profile or results.threshold_profile_chosen}",
         *_bad_parts(results),
         "",
         _table(["stage", "status", "detail"], [[s.name, s.status, s.detail] for s in results.stages]),
