@@ -67,7 +67,11 @@ def _peers(args: argparse.Namespace, key: str, mine: list[str]) -> dict[str, lis
     rank = _env_int("SLURM_PROCID")
     local_tasks = _env_int("SLURM_NTASKS_PER_NODE", 0) or _env_int("SLURM_TASKS_PER_NODE", 1)
     mark = Path(args.out) / f".{args.test_id}.{key}.{node}.{rank}"
-    mark.write_text(json.dumps(mine))
+    # Written aside, then renamed: a peer's glob must never meet the file created but not yet written (an
+    # empty read failed slurm_cpu_binding once with a JSONDecodeError in the suite).
+    aside = mark.with_name(f".writing{mark.name}")
+    aside.write_text(json.dumps(mine))
+    os.replace(aside, mark)
     deadline = time.monotonic() + 30
     pattern = f".{args.test_id}.{key}.{node}.*"
     while len(list(Path(args.out).glob(pattern))) < local_tasks and time.monotonic() < deadline:

@@ -6,10 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pav_payload import slurm_check
 
 from tests.conftest import PAYLOAD
 
@@ -77,3 +79,24 @@ def test_the_runs_shared_folder_is_made_private_or_refused(tmp_path: Path) -> No
     link.symlink_to(mine)
     with pytest.raises(SystemExit, match="someone else made it"):
         private_dir(link)
+
+
+def test_a_task_publishes_its_cpus_whole_under_the_name_its_peers_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A peer globs the published names and reads each: the file is written aside and renamed, so no peer
+    meets it empty (a JSONDecodeError failed slurm_cpu_binding once in the suite)."""
+    for key, value in {"SLURM_PROCID": "0", "SLURM_NTASKS_PER_NODE": "1"}.items():
+        monkeypatch.setenv(key, value)
+    written: list[str] = []
+    real_replace = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        written.append(Path(src).name)
+        assert not Path(dst).exists()  # the published name appears only by the rename, whole
+        real_replace(src, dst)
+
+    monkeypatch.setattr(slurm_check.os, "replace", replace)
+    assert slurm_check._peers(Namespace(out=str(tmp_path), test_id="t"), "cpus", ["0", "1"]) == {}
+    [published] = [p for p in tmp_path.iterdir()]
+    assert written == [f".writing{published.name}"] and json.loads(published.read_text()) == ["0", "1"]
