@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pav.results import HostRecord, TestResult
-from pav.thresholds.hardware import Gpu, normalize_bus_id, read_hardware
+from pav.thresholds.hardware import Gpu, device_bus_id, read_hardware
 
 NAME = "error_counters"
 NVLINK_CRC_PER_S = 100.0  # DCGM health: NVLink CRC >= 100/s fails (any replay or recovery too)
@@ -55,12 +55,12 @@ def judge_host(host: str, facts: dict[str, Any], before: dict[str, Any], after: 
     seconds = max(float(after.get("read_at") or 0) - float(before.get("read_at") or 0), 1.0)
     labels = {g.bus_id: g for g in read_hardware(host, facts).gpus}
     found: list[tuple[str, str]] = []
-    then = {_bus(d): d for d in before.get("devices") or []}
+    then = {device_bus_id(d): d for d in before.get("devices") or []}
     for dev in after.get("devices") or []:
-        gpu = labels.get(_bus(dev))
-        if gpu is not None and _bus(dev) in then:
+        bus = device_bus_id(dev)
+        if bus in labels and bus in then:
             found += gpu_problems(
-                gpu, then[_bus(dev)].get("counters") or {}, dev.get("counters") or {}, seconds
+                labels[bus], then[bus].get("counters") or {}, dev.get("counters") or {}, seconds
             )
     found += port_problems(before.get("rdma") or [], after.get("rdma") or [], seconds)
     metrics = {"seconds_between_reads": round(seconds, 1), "problems": len(found)}
@@ -70,10 +70,6 @@ def judge_host(host: str, facts: dict[str, Any], before: dict[str, Any], after: 
         threshold["problems"] = [{"part": part, "problem": p} for part, p in found]
     status = "fail" if found else "pass"
     return TestResult(NAME, [host], status, "; ".join(p for _, p in found), metrics, threshold)
-
-
-def _bus(dev: dict[str, Any]) -> str:
-    return normalize_bus_id(str(dev.get("pci_bus_id") or ""))
 
 
 def _grew(before: Any, after: Any) -> int:

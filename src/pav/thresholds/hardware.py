@@ -152,7 +152,7 @@ def _gpu_from_nvml(dev: dict[str, Any]) -> Gpu:
         index=int(dev.get("index", 0)),
         name=str(dev.get("name") or "unknown"),
         uuid=str(dev.get("uuid") or ""),
-        bus_id=normalize_bus_id(str(dev.get("pci_bus_id") or "")),
+        bus_id=device_bus_id(dev),
         pcie_gen=_int(pcie.get("gen_max")),
         pcie_width=_int(pcie.get("width_max")),
         nvlink_version=_int((nvlink or {}).get("version")),
@@ -172,6 +172,12 @@ def _gpu_from_preflight(position: int, row: Any) -> Gpu:
         name=cells[1] if len(cells) > 1 else "unknown",
         bus_id=normalize_bus_id(cells[4]) if len(cells) > 4 else "",
     )
+
+
+def device_bus_id(dev: dict[str, Any]) -> str:
+    """A facts.gpus device's PCI bus id, normalized: what the speed gates, health, leftovers and the
+    counters match a device to its GPU by."""
+    return normalize_bus_id(str(dev.get("pci_bus_id") or ""))
 
 
 def normalize_bus_id(bus: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pav.results import HostRecord, TestResult
 from pav.thresholds import gpu_state
-from pav.thresholds.hardware import Rdma, RdmaPort, normalize_bus_id, read_hardware
+from pav.thresholds.hardware import Rdma, RdmaPort, device_bus_id, read_hardware
 from pav.thresholds.node_policy import NodePolicy
 
 NAME = "gpu_health"
@@ -50,7 +50,7 @@ def judge_host(
     named = hw.gpus  # the same labels the speed gates use
     # A host given part of a machine's GPUs (preflight_gpu_ids) answers for those alone: NVML lists all.
     owned = {gpu.bus_id for gpu in named}
-    devices = [d for d in gpus["devices"] if normalize_bus_id(str(d.get("pci_bus_id") or "")) in owned]
+    devices = [d for d in gpus["devices"] if device_bus_id(d) in owned]
     # (part, problem): the part is what a report lists the problem under (a GPU's label, an RDMA port).
     pairs = list(zip(devices, named, strict=True))
     found = [(gpu.label(), p) for d, gpu in pairs for p in device_problems(d, gpu.label())]
@@ -65,7 +65,7 @@ def judge_host(
     xids = [
         event
         for event in (gpus.get("xid") or {}).get("events") or []
-        if len(owned) == len(gpus["devices"]) or normalize_bus_id(str(event.get("pci_bus_id") or "")) in owned
+        if len(owned) == len(gpus["devices"]) or device_bus_id(event) in owned
     ]
     found += xid_problems(xids, labels)
     # A host set up for sockets sends nothing over its RDMA ports: an uncabled one there is no fault.
@@ -126,9 +126,7 @@ def xid_problems(events: list[dict[str, Any]], labels: dict[str, str]) -> list[t
     for event in events:
         xid = event.get("xid")
         if xid in FATAL_XIDS:
-            where = labels.get(
-                normalize_bus_id(str(event.get("pci_bus_id") or "")), str(event.get("pci_bus_id"))
-            )
+            where = labels.get(device_bus_id(event), str(event.get("pci_bus_id")))
             out.append((where, f"{where}: Xid {xid} in the kernel log since boot"))
     return out
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pav.results import HostRecord, TestResult
-from pav.thresholds.hardware import normalize_bus_id, read_hardware
+from pav.thresholds.hardware import device_bus_id, read_hardware
 
 NAME = "gpu_leftovers"
 CATEGORY = "user"  # the bad part's category: the user's to fix, not the hardware (bad_parts, causes)
@@ -111,9 +111,7 @@ def _devices(host: str, facts: dict[str, Any]) -> list[tuple[str, dict[str, Any]
         return None
     # A host given part of a machine's GPUs (preflight_gpu_ids) answers for those alone: NVML lists all.
     owned = {gpu.bus_id: gpu.label() for gpu in read_hardware(host, facts).gpus}
-    return [
-        (owned[bus], d) for d in devices if (bus := normalize_bus_id(str(d.get("pci_bus_id") or ""))) in owned
-    ]
+    return [(owned[bus], d) for d in devices if (bus := device_bus_id(d)) in owned]
 
 
 def _held(host: str, label: str, device: dict[str, Any]) -> list[Leftover]:
