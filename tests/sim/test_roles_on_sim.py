@@ -111,3 +111,13 @@ def test_a_dry_run_without_provision_names_the_hosts_the_state_holds(slurm_clust
     hosts = run.stdout.split("hosts:\n")[1].split("tests")[0]
     assert f"2 host(s) in the env's state ({slurm_cluster.state})" in hosts
     assert len([ln for ln in hosts.splitlines() if ln.startswith("    sim-")]) == 2
+
+
+def test_module_runs_compile_their_sources_once_per_host(kept: Kept) -> None:
+    """The sim hosts' Python keeps what it compiles from Ansible's module zips (simhosts/zipcache.py), in a
+    folder only root may write."""
+    for name in kept.first["hosts"]:
+        mode, owner, count = kept.ssh(
+            name, "stat -c '%a %U' /var/cache/pav-sim-pyc; ls /var/cache/pav-sim-pyc | wc -l"
+        ).split()
+        assert (mode, owner) == ("700", "root") and int(count) > 10, (name, mode, owner, count)

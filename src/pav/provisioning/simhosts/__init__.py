@@ -39,7 +39,9 @@ Besides, /run/lock/pav-sim-hosts.lock serialises netns and link changes
 machine-wide (ip netns add/del race on the first creation of /run/netns).
 
 Inside a host: `hostname` prints NAME, /etc/pav-sim-host holds NAME, and
-ssh sessions get PAV_SIM_HOST=NAME in their environment.
+ssh sessions get PAV_SIM_HOST=NAME in their environment. The system Python
+keeps what it compiles from Ansible's module zips in /var/cache/pav-sim-pyc
+(zipcache, loaded by a .pth file host-up writes).
 
 Fault injection: PAV_SIM_FAIL_HOST=I makes host-up of index I fail (after
 its namespace and sshd exist, so the cleanup path is what gets exercised).
@@ -49,6 +51,6 @@ PAV_SIM_SSHD_WAIT_S (default 20) bounds the wait for a host's sshd.
 
 Modules: cli (options, dispatch), cluster (net-up, net-down, up, down, list),
 host (host-up, host-down), net (bridge, veth, netns through `ip`), state (the
-state dir, its records and locks), faults; host-init.sh is the shell that runs
-as each host's PID 1.
+state dir, its records and locks), faults, zipcache (copied into each host);
+host-init.sh is the shell that runs as each host's PID 1.
 """

@@ -29,6 +29,10 @@ from pav.provisioning.simhosts.state import (
 )
 
 HOST_INIT = Path(__file__).with_name("host-init.sh")
+# Ansible's module Python on the hosts (the sim env's ansible_python_interpreter) is Debian's system Python,
+# which reads .pth files here; its cache of compiled module code (zipcache.py) goes where only root writes.
+SYSTEM_SITE = Path("/usr/lib/python3/dist-packages")
+ZIP_CACHE = Path("/var/cache/pav-sim-pyc")
 # The checkout this package is in (src/pav/provisioning/simhosts/): shown read-only in every host, .venv too.
 # Installed from a wheel, the environment it is installed in: the driver's Python (sim-hosts runs with it)
 # runs the payload on the hosts.
@@ -213,8 +217,31 @@ def _prepare(state: State, index: int, name: str, pubkey: Path) -> None:
     _mkdir(hd / "fs" / "upper" / "var", 0o755)
     _mkdir(hd / "fs" / "upper" / "var" / "tmp", 0o1777)
     os.setxattr(hd / "fs" / "upper" / "var" / "tmp", "trusted.overlay.opaque", b"y")
+    _module_cache(hd / "fs" / "upper")
     shutil.copyfile(HOST_INIT, hd / "host-init.sh")
     (hd / "sshd_config").write_text(sshd_config(name))
+
+
+def _module_cache(upper: Path) -> None:
+    """The host's system Python keeps what it compiles from Ansible's module zips (zipcache.py, issue 49):
+    the hook and the .pth that loads it in the system site folder, the cache folder root's alone."""
+    if not SYSTEM_SITE.is_dir():
+        return
+    site = upper / SYSTEM_SITE.relative_to("/")
+    _folders(site)
+    shutil.copyfile(Path(__file__).with_name("zipcache.py"), site / "pav_sim_zipcache.py")
+    line = f"import pav_sim_zipcache; pav_sim_zipcache.install({str(ZIP_CACHE)!r})\n"
+    _write(site / "pav-sim-zipcache.pth", line.encode(), 0o644)
+    cache = upper / ZIP_CACHE.relative_to("/")
+    _folders(cache.parent)
+    _mkdir(cache, 0o700)
+
+
+def _folders(path: Path) -> None:
+    """path and the parents it lacks, each 0755 as the lower layer's are (an upper folder's mode wins)."""
+    if not path.exists():
+        _folders(path.parent)
+        _mkdir(path, 0o755)
 
 
 def sshd_config(name: str) -> str:
