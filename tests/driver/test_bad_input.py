@@ -71,6 +71,7 @@ Note: See 'pyenv help global' for tips on allowing multiple
       Python versions to be found at the same time."""
 
 
+@pytest.mark.slow  # a real configure playbook on a local host: out of the fast lane (issue 49)
 def test_interpreter_discovery_under_pyenv_names_the_python_it_tried(tmp_path: Path) -> None:
     """An own inventory that sets no interpreter, on a machine whose PATH starts with pyenv's shims: Ansible's
     discovery takes the first shim of its list, which exits 127. The line names that interpreter, the shim's
@@ -135,6 +136,7 @@ def test_missing_inventory_file(tmp_path: Path) -> None:
     assert_one_line_error(run_cli_here("--inventory", str(tmp_path / "none.yml")), "does not exist")
 
 
+@pytest.mark.slow  # the pipeline, with Ansible's SSH to a closed port: out of the fast lane (issue 49)
 def test_unreachable_host_is_named(tmp_path: Path) -> None:
     # Port 9 on loopback: nothing listens, so SSH is refused at once.
     inv = write(

@@ -197,6 +197,7 @@ locks.take(Path(sys.argv[1]), Holder(sys.argv[2], "/gone", 4242, "me@box", "2026
 """
 
 
+@pytest.mark.slow  # two pipeline runs with their playbooks: out of the fast lane (issue 49)
 def test_the_next_run_ends_what_a_gone_run_left_on_static_hosts(tmp_path: Path) -> None:
     """A static env's run whose driver died ran no teardown: its launch still runs on the host and its folder
     is there. The next run that reaches the host names it, kills the launch and removes the folder."""

@@ -34,6 +34,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # torchrun and a torch rank: out of the fast lane (issue 49)
 def test_the_pod_script_runs_and_its_log_gives_back_judged_results(tmp_path: Path) -> None:
     """The PyTorchJob container's command, with what the operator would set (PET_*), on one CPU process."""
     spec = catalog.CATALOG["torch_gloo_allreduce"]

@@ -43,8 +43,8 @@ SUITE: dict[str, tuple[str, ...]] = {
 
 @pytest.fixture(scope="module")
 def launched(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Launched]:
-    """The suite launch of the tests of SUITE this session runs (the fast lane's one alone: -m "not slow"
-    leaves the others out, and so does their launch)."""
+    """The suite launch of the tests of SUITE this session runs (all slow: -m "not slow" leaves them out,
+    and so their launch)."""
     selected = {item.name for item in request.session.items if item.module is request.module}
     tests = {name: (*args, "--test-id", args[0]) for name, args in SUITE.items() if name in selected}
     proc, done = suite(tmp_path_factory.mktemp("suite"), tests)
@@ -151,6 +151,7 @@ def test_a_gpu_ranks_sampler_reads_the_kernel_log_here() -> None:
     assert sampled.xids == []  # nothing new in a tenth of a second, and no GPU of that bus id here
 
 
+@pytest.mark.slow  # real payload processes (torchrun)
 def test_burn_windows_on_two_cpu_ranks(launch: Launched) -> None:
     reports = launch.reports
     assert launch.code == 0

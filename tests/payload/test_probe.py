@@ -93,6 +93,7 @@ def test_one_gpu_host_metrics_have_the_exact_shape_and_no_pairs() -> None:
     assert outcome_of(metrics, checks).status == "pass"
 
 
+@pytest.mark.slow  # a torch process per GPU: out of the fast lane (issue 49)
 def test_two_gpus_are_measured_alone_and_at_once_each_by_a_process_of_its_own() -> None:
     metrics, checks = measure_host([CPU, CPU], TINY, QUICK)
     for name in ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps", "h2d_all_gbps", "d2h_all_gbps"):
