@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from pav_payload import sdc
 from pav_payload.burn_sampler import Sample, Sampler
-from pav_payload.probe import describe_device
+from pav_payload.probe_measure import describe_device
 from pav_payload.runner import Outcome
 from pav_payload.session import Session
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from pav_payload.probe import (
+from pav_payload.probe_measure import (
     Checks,
     ProbeSizes,
     Repeats,

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from pav_payload.probe import describe_device
+from pav_payload.probe_measure import describe_device
 from pav_payload.runner import Outcome
 from pav_payload.session import Session
 

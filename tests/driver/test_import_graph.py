@@ -15,10 +15,12 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from tests.conftest import ROOT
 
 SRC = ROOT / "src" / "pav"
+PAYLOAD = ROOT / "payload" / "pav_payload"
 DOC = ROOT / "docs" / "architecture.md"
 
 # Imports tolerated for now, (importer, imported) -> what removes it. One that is gone fails the test, so the
@@ -68,10 +70,10 @@ def names(entry: str, module: str) -> bool:
 # --- drawing the graph ------------------------------------------------------------------------------------
 
 
-def tree_sources() -> list[Source]:
+def tree_sources(root: Path = SRC) -> list[Source]:
     sources = []
-    for path in sorted(SRC.rglob("*.py")):
-        parts = path.relative_to(SRC.parent).with_suffix("").parts
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
         package = parts[-1] == "__init__"
         sources.append(Source(".".join(parts[:-1] if package else parts), path.read_text(), package))
     return sources
@@ -250,6 +252,12 @@ def test_no_packages_import_each_other() -> None:
     tree = pav_tree()
     found = package_cycles(tree.live, {s.name for s in tree.sources if s.package})
     assert not found, "packages that import each other:\n" + "\n\n".join("\n".join(c) for c in found)
+
+
+def test_the_payload_has_no_import_cycle() -> None:
+    """payload/pav_payload runs on the hosts, no layer table of its own; its modules import one way too."""
+    found = cycles(draw(tree_sources(PAYLOAD)))
+    assert not found, "import cycles in the payload:\n" + "\n\n".join("\n".join(c) for c in found)
 
 
 def test_each_known_import_is_still_there() -> None:

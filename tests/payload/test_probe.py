@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import torch
 from pav_payload.cli import build_parser
-from pav_payload.probe import (
-    NO_CUDA,
+from pav_payload.probe import NO_CUDA, measure_host, outcome_of
+from pav_payload.probe_measure import (
     Checks,
     ProbeSizes,
     Repeats,
@@ -25,11 +25,9 @@ from pav_payload.probe import (
     gbps,
     measure_gemm,
     measure_hbm_copy,
-    measure_host,
     measure_host_copies,
     measure_p2p,
     median_seconds,
-    outcome_of,
     random_bytes,
     tflops,
 )
