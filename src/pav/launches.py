@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,24 @@ class HostView:
     @property
     def gpus(self) -> int:
         return int(self.facts.get("gpu", {}).get("count", 0) or 0)
+
+
+def only_where(wanted: Mapping[str, tuple[str, ...]]) -> Callable[..., tuple[list[Launch], list[TestResult]]]:
+    """plan_launches, each test launched on the hosts `wanted` names for it and on no other (a recheck: a
+    test across hosts spans only those)."""
+
+    def plan(
+        specs: list[TestSpec], views: list[HostView], *args: Any
+    ) -> tuple[list[Launch], list[TestResult]]:
+        launches: list[Launch] = []
+        skipped: list[TestResult] = []
+        for spec in specs:
+            mine = [v for v in views if spec.name in wanted.get(v.name, ())]
+            got, skip = plan_launches([spec], mine, *args)
+            launches, skipped = launches + got, skipped + skip
+        return launches, skipped
+
+    return plan
 
 
 def plan_launches(

@@ -39,3 +39,10 @@ class Options:
     on_fail: str | None = None  # --on-fail drain|taint: drain (Slurm) or taint (k8s) the nodes a FAIL names
     recheck: bool = False  # --recheck: re-run the tool's marked nodes' tests, return those that pass
     burn_in_s: int | None = None  # --burn-in DURATION, in seconds (over pav_burn_in_s); 0: none
+
+    @property
+    def after_report(self) -> str | None:
+        """What the run does to nodes after its report (pav.marking.flow; the dry run's plan says it too):
+        "recheck" (return those that pass), an --on-fail value (mark those a FAIL names), or None. A recheck
+        keeps the marks of the nodes that still fail and makes none: --recheck wins over --on-fail."""
+        return "recheck" if self.recheck else self.on_fail

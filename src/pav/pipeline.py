@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pav import interrupts
 from pav.context import RunContext
 from pav.errors import Interrupted, PavError
+from pav.marking import flow as marking
 from pav.platform import Platform, StageFn, hosts
 from pav.results import NOTHING_RUN, utc_now
 from pav.secrets import scrub
@@ -45,6 +46,8 @@ def _run_stages(ctx: RunContext, platform: Platform) -> None:
         _stage(ctx, name, platform.stages[name])
         if name in platform.after:
             platform.after[name](ctx)
+        if name == "provision":  # whether or not --stages asked for it: the run's hosts are known now
+            marking.select(ctx)  # only with --recheck: the tool's marked nodes and their tests
 
 
 def _wrap_up_steps(ctx: RunContext, platform: Platform) -> list[tuple[str, StageFn]]:
@@ -53,7 +56,13 @@ def _wrap_up_steps(ctx: RunContext, platform: Platform) -> list[tuple[str, Stage
     that was let finish."""
     interrupted = interrupts.requested()
     interrupts.wrapping_up()  # from here a signal no longer cancels a playbook: teardown must finish
-    reported = platform.stages.get("report", report.run)  # k8s: with its nodes' --on-fail and --recheck
+    report_stage = platform.stages.get("report", report.run)
+
+    def reported(c: RunContext) -> str:
+        detail = report_stage(c)
+        marking.after_report(c)  # --on-fail or --recheck, once the run's files hold its verdict; never raises
+        return detail
+
     steps: list[tuple[str, StageFn]] = [("report", reported), ("teardown", platform.stages["teardown"])]
     if ctx.launches:
         isolate = [] if interrupted or "isolate" not in platform.stages else ["isolate"]

@@ -73,10 +73,11 @@ def after_report(ctx: RunContext) -> list[str]:
         auth = options.pushgateway_auth
         how = f"; basic auth as {auth.user}, from {auth.source}" if auth is not None else ""
         lines.append(f"  pushgateway: {url} (job pav, one group per env and host{how})")
-    if options.recheck:
+    step = options.after_report  # the run's own rule: --recheck wins over --on-fail
+    if step == "recheck":
         lines.append(f"  --recheck: {RECHECK[ctx.inputs.platform]}")
-    elif options.on_fail is not None:
-        lines.append(f"  --on-fail {options.on_fail}: {ACTS[options.on_fail]}")
+    elif step is not None:
+        lines.append(f"  --on-fail {step}: {ACTS[step]}")
     if not lines:
         lines.append("  nothing beyond the run dir (--metrics-textfile, --pushgateway, --on-fail, --recheck)")
     return ["after the report:", *lines]

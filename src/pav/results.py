@@ -60,6 +60,29 @@ class TestResult:
 
 
 @dataclass
+class Action:
+    """What --on-fail or --recheck did, or chose not to do, to a node (pav.marking): `actions`."""
+
+    action: str  # slurm drain, slurm recheck, k8s taint, k8s recheck
+    host: str  # the node ("" for an entry about several: `hosts`, or about the step itself)
+    reason: str = ""  # the mark's reason, as the scheduler shows it
+    tests: tuple[str, ...] = ()  # the tests the mark names: the ones a recheck runs
+    ok: bool | None = None  # None: nothing changed (yet, or by design)
+    detail: str = ""  # what happened, or what failed and the fix
+    hosts: tuple[str, ...] = ()  # an entry for several nodes (those a failure across them did not name)
+    cordoned_by_pav: bool | None = None  # a k8s recheck: whether the tool cordoned the node it returns
+
+    def to_dict(self) -> dict[str, Any]:
+        entry = {"action": self.action, "host": self.host}
+        if self.hosts:
+            entry["hosts"] = list(self.hosts)
+        entry |= {"reason": self.reason, "tests": list(self.tests), "ok": self.ok, "detail": self.detail}
+        if self.cordoned_by_pav is not None:
+            entry["cordoned_by_pav"] = self.cordoned_by_pav
+        return entry
+
+
+@dataclass
 class RunResults:
     run_id: str
     env: str
@@ -83,7 +106,7 @@ class RunResults:
     gates: dict[str, Any] = field(default_factory=dict)  # per GPU host: facts the derived gates came from
     ansible_time: dict[str, Any] = field(default_factory=dict)  # per playbook stage: where its time went
     exports: list[dict[str, Any]] = field(default_factory=list)  # --metrics-textfile, --pushgateway outcomes
-    actions: list[dict[str, Any]] = field(default_factory=list)  # --on-fail: what was done to which node
+    actions: list[Action] = field(default_factory=list)  # --on-fail, --recheck: what was done to which node
     kept_run: dict[str, str] = field(default_factory=dict)  # the run acted on (--run-dir): run_id, run_dir
     reused: str = ""  # --reuse: the run whose kept hosts this run ran on
     k8s: dict[str, Any] = field(default_factory=dict)  # --platform k8s: job_api (trainer, v1) and its kinds
@@ -102,6 +125,7 @@ class RunResults:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["actions"] = [a.to_dict() for a in self.actions]
         data["summary"] = count_statuses(self.tests)
         return data
 

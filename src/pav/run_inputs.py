@@ -44,6 +44,8 @@ class RunInputs:
     burn_in_s: int = 0  # --burn-in / pav_burn_in_s: the burn-in tests' length; 0: none
     # pav_gpu_state and pav_expected_versions: what the nodes' state and software are held to
     node_policy: NodePolicy = field(default_factory=NodePolicy)
+    # --recheck (pav.marking.flow): each marked host or node -> the tests launched on it, and on no other
+    rechecked: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def spec(self, test: str) -> TestSpec | None:
         """A selected test's spec; None for a result no selected test gave (gpu_health)."""

@@ -12,7 +12,6 @@ import pytest
 
 from pav import pipeline, platform
 from pav.context import Options, RunContext
-from pav.k8s import marking
 from pav.k8s import stages as k8s_stages
 from pav.k8s.platform import k8s
 from pav.results import HostRecord
@@ -63,8 +62,8 @@ def test_k8s_runs_jobs_and_has_no_isolate_stage() -> None:
         "validate": k8s_stages.validate_stage, "collect": k8s_stages.collect_stage,
         "report": k8s_stages.report_stage, "teardown": k8s_stages.teardown_stage,
     }  # fmt: skip
-    # provision: --recheck's tool-tainted nodes found (k8s.marking); report: then its node actions
-    assert made.after == {"provision": marking.select} and made.finish is None
+    # --recheck's nodes and --on-fail's marks are the pipeline's (pav.marking.flow), as on hosts
+    assert made.after == {} and made.finish is None
 
 
 def test_the_setting_picks_the_platform() -> None:

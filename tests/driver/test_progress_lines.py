@@ -15,8 +15,9 @@ import pytest
 
 from pav.context import Options
 from pav.errors import PavError
+from pav.marking import flow
 from pav.progress import Progress
-from pav.stages import configure, recheck
+from pav.stages import configure
 from tests.driver.contexts import context
 from tests.driver.test_slurm_drain import local_inventory
 
@@ -77,7 +78,7 @@ def test_a_recheck_that_cannot_read_slurm_says_its_host_once(
     ctx.run_dir = tmp_path / "run"
     ctx.run_dir.mkdir()
     with pytest.raises(PavError, match="could not read the Slurm nodes"):
-        recheck.select(ctx)
+        flow.select(ctx)
     [line] = said(capsys.readouterr().out, "recheck")
     assert line.startswith(
         "[recheck] h0: failed      ok=1 changed=0 failed=1  Read the nodes from the controller"

@@ -16,11 +16,10 @@ import pytest
 
 from pav import cli, pipeline
 from pav.context import Options, RunContext
+from pav.marking import decide, flow
 from pav.platform import Platform
-from pav.reporting import marks, summary
-from pav.results import TestResult
-from pav.slurm import drain
-from pav.stages import drain as drain_stage
+from pav.reporting import summary
+from pav.results import Action, TestResult
 from pav.stages import isolate, provision
 from tests.driver.contexts import context
 from tests.driver.test_metrics_flags import FAILING, PASSING, no_signal_left, platform, run_with
@@ -46,16 +45,16 @@ def run(tests: list[dict[str, Any]], verdict: str = "FAIL", suspects: tuple[str,
 
 def test_a_slow_gpu_drains_its_host_with_figure_and_gate() -> None:
     gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
-    [only] = drain.plan(run([gemm]))
+    [only] = decide.plan(run([gemm]))
     assert only.host == "b" and only.tests == ("gpu_gemm",)
     assert only.reason == "pav 20261126-1: GPU 3 gemm_bf16_tflops.3 277 TFLOP/s < 692.6 [gpu_gemm]"
-    assert drain.is_ours(only.reason)
+    assert decide.is_ours(only.reason)
 
 
 def test_isolation_names_the_host_of_a_test_across_hosts() -> None:
     """A cross-host test that failed drains the host isolation named, never the others it ran on."""
     multi = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
-    planned = drain.plan(run([multi], suspects=("c",)))
+    planned = decide.plan(run([multi], suspects=("c",)))
     assert [d.host for d in planned] == ["c"]
     assert planned[0].reason.startswith("pav 20261126-1: host ")
     assert planned[0].reason.endswith(" [torch_gloo_collectives_multi]")
@@ -74,8 +73,8 @@ def test_a_failure_across_two_hosts_that_names_neither_drains_neither() -> None:
     multi = failing("torch_gloo_collectives_multi", ["a", "b"], [], reason="rank 1 exited 1")
     results = run([multi]) | {"isolation": {"suspects": [], "note": "torch_gloo_collectives_multi: 2 hosts "
                                             "are too few to tell apart by pairs"}}  # fmt: skip
-    assert drain.plan(results) == []
-    decided = marks.decide(results)
+    assert decide.plan(results) == []
+    decided = decide.decide(results)
     assert decided.marks == [] and decided.unnamed is not None
     assert decided.unnamed.line("draining") == (
         "not draining a, b: torch_gloo_collectives_multi failed across them, which does not say which host "
@@ -89,7 +88,7 @@ def test_a_host_whose_own_test_failed_drains_and_its_partner_does_not() -> None:
     gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
     multi = failing("torch_gloo_collectives_multi", ["a", "b"], [], reason="rank 1 exited 1")
     note = "pair re-runs are not done under --launcher slurm"
-    decided = marks.decide(run([gemm, multi]) | {"isolation": {"suspects": [], "note": note}})
+    decided = decide.decide(run([gemm, multi]) | {"isolation": {"suspects": [], "note": note}})
     assert [(m.host, m.tests) for m in decided.marks] == [("b", ("gpu_gemm",))]
     assert decided.unnamed is not None and decided.unnamed.hosts == ("a",)
     assert decided.unnamed.line("draining").startswith(
@@ -98,7 +97,7 @@ def test_a_host_whose_own_test_failed_drains_and_its_partner_does_not() -> None:
     )
     # Isolation's suspect among 3 hosts is named: it drains, the others are cleared, no line.
     three = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
-    assert marks.decide(run([three], suspects=("c",))).unnamed is None
+    assert decide.decide(run([three], suspects=("c",))).unnamed is None
 
 
 def test_the_drain_step_says_which_hosts_it_spares_in_the_run_and_the_summary(
@@ -113,14 +112,14 @@ def test_the_drain_step_says_which_hosts_it_spares_in_the_run_and_the_summary(
     ctx.results.tests = [multi]
     ctx.results.isolation = {"suspects": [], "steps": [], "note": "torch_gloo_collectives_multi: 2 hosts "
                              "are too few to tell apart by pairs"}  # fmt: skip
-    drain_stage.run(ctx)
+    flow.after_report(ctx)
     line = (
         "slurm drain: not draining h0, h1: torch_gloo_collectives_multi failed across them, which does not "
         f"say which host is bad (2 hosts are too few to tell apart by pairs); {NAMING}"
     )
     assert capsys.readouterr().out.splitlines() == [line]
     [action] = ctx.results.actions
-    assert (action["action"], action["hosts"], action["ok"]) == ("slurm drain", ["h0", "h1"], None)
+    assert (action.action, action.hosts, action.ok) == ("slurm drain", ("h0", "h1"), None)
     assert not (tmp_path / "ansible").exists()  # no drain playbook
     assert line in summary.render(ctx.results).splitlines()
 
@@ -178,7 +177,7 @@ def test_a_failure_across_the_two_slurm_hosts_drains_neither_through_the_cli(
 def test_a_host_with_two_bad_parts_drains_once_naming_every_failed_test() -> None:
     gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.0", 100.0, 692.6, "GPU 0")])
     nccl = failing("torch_nccl_allreduce", ["b"], [], reason="timeout")
-    [only] = drain.plan(run([gemm, nccl]))
+    [only] = decide.plan(run([gemm, nccl]))
     assert only.tests == ("gpu_gemm", "torch_nccl_allreduce")
     assert "GPU 0" in only.reason and "+1 more" in only.reason
     assert only.reason.endswith("[gpu_gemm,torch_nccl_allreduce]")
@@ -187,23 +186,23 @@ def test_a_host_with_two_bad_parts_drains_once_naming_every_failed_test() -> Non
 def test_no_drain_unless_the_verdict_is_fail() -> None:
     """An ERROR run (interrupted, broken) names hosts for what happened to the run: nothing drains."""
     nccl = failing("torch_nccl_allreduce", ["b"], [], reason="the run was interrupted")
-    assert drain.plan(run([nccl], verdict="ERROR")) == []
-    assert drain.plan(run([], verdict="PASS")) == []
+    assert decide.plan(run([nccl], verdict="ERROR")) == []
+    assert decide.plan(run([], verdict="PASS")) == []
 
 
 def test_the_reason_is_short_plain_and_keeps_run_id_and_tests() -> None:
     long = failing("torch_nccl_allreduce", ["b"], [], reason="x" * 300 + ' "quoted" … ü')
-    [only] = drain.plan(run([long]))
-    assert len(only.reason) <= drain.REASON_CHARS
+    [only] = decide.plan(run([long]))
+    assert len(only.reason) <= decide.REASON_CHARS
     assert only.reason.startswith("pav 20261126-1: ") and only.reason.endswith(" [torch_nccl_allreduce]")
     assert only.reason.isascii() and '"' not in only.reason and "'" not in only.reason
 
 
 def test_a_figure_above_its_max_reads_as_above() -> None:
-    assert drain._bound("<= 0") == " > 0"
-    assert drain._bound(">= 692.6 = 0.7 x 989.4") == " < 692.6"
-    assert drain._bound(">= 1 and <= 5") == " (gate >= 1 and <= 5)"
-    assert not drain.is_ours("hand drained: bad fan")
+    assert decide.bound("<= 0") == " > 0"
+    assert decide.bound(">= 692.6 = 0.7 x 989.4") == " < 692.6"
+    assert decide.bound(">= 1 and <= 5") == " (gate >= 1 and <= 5)"
+    assert not decide.is_ours("hand drained: bad fan")
 
 
 def test_nothing_without_the_flag(tmp_path: Path) -> None:
@@ -256,23 +255,24 @@ def test_no_inventory_is_a_failed_drain_not_an_error(tmp_path: Path) -> None:
     ctx.run_dir = tmp_path
     ctx.results.verdict = "FAIL"
     ctx.results.tests = [TestResult("torch_gloo_allreduce", ["h0"], "fail", "wrong bytes")]
-    drain_stage.run(ctx)
+    flow.after_report(ctx)
     [action] = ctx.results.actions
-    assert action["ok"] is False and "no inventory" in action["detail"]
+    assert action.ok is False and "no inventory" in action.detail
 
 
 def test_a_bug_in_a_marking_step_is_an_action_and_a_log_never_an_exception(tmp_path: Path) -> None:
-    """Slurm's drain and recheck and Kubernetes' taint all run after the report through marks.guarded: a
-    bug there must not cost the teardown after it, and the run says what it left unchanged."""
-    actions: list[dict[str, Any]] = []
+    """Slurm's drain and recheck and Kubernetes' taint all run after the report through flow.guard: a bug
+    there must not cost the teardown after it, and the run says what it left unchanged."""
+    actions: list[Action] = []
 
     def broken() -> None:
         raise KeyError("gone")
 
-    marks.guarded(tmp_path, actions, "slurm drain", broken, "no node was drained by it")
-    assert actions == [{"action": "slurm drain", "host": "", "reason": "", "tests": [], "ok": False,
-                        "detail": "internal error: KeyError('gone'); see driver-error.txt "
-                                  "(no node was drained by it)"}]  # fmt: skip
+    flow.guard(tmp_path, actions, "slurm drain", broken, "no node was drained by it")
+    assert [a.to_dict() for a in actions] == [
+        {"action": "slurm drain", "host": "", "reason": "", "tests": [], "ok": False,
+         "detail": "internal error: KeyError('gone'); see driver-error.txt (no node was drained by it)"}
+    ]  # fmt: skip
     assert "KeyError: 'gone'" in (tmp_path / "driver-error.txt").read_text()
-    marks.guarded(tmp_path, actions, "slurm drain", lambda: None, "-")
+    flow.guard(tmp_path, actions, "slurm drain", lambda: None, "-")
     assert len(actions) == 1

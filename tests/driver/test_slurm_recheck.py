@@ -14,16 +14,17 @@ from typing import Any
 
 import pytest
 
-from pav import pipeline
+from pav import catalog, pipeline
 from pav.ansible_exec import PlaybookOutcome
 from pav.context import Options, RunContext
 from pav.errors import PavError
-from pav.launches import HostView
+from pav.launches import HostView, only_where
+from pav.marking import decide, flow
+from pav.marking import slurm as slurm_marks
+from pav.marking.scheduler import Found
 from pav.platform import Platform
 from pav.results import HostRecord, TestResult
-from pav.slurm import drain, recheck
 from pav.stages import provision
-from pav.stages import recheck as recheck_stage
 from tests.conftest import assert_one_line_error, run_cli_here
 from tests.docs_quotes import assert_documented
 from tests.driver.contexts import context
@@ -49,25 +50,28 @@ HOSTS = {"n0": "gpu-0", "n1": "gpu-1", "n2": "gpu-2", "n3": "gpu-3"}  # n4 is no
 
 
 def test_parse_reads_name_state_and_the_whole_reason() -> None:
-    nodes = {n.name: n for n in recheck.parse_nodes(SHOWN)}
+    nodes = {n.name: n for n in slurm_marks.parse_nodes(SHOWN)}
     assert nodes["n0"].state == "IDLE+DRAIN"
     assert nodes["n0"].reason.endswith("< 692.6 [gpu_gemm,torch_nccl_allreduce]")
     assert nodes["n1"].reason == "" and nodes["n2"].reason == "bad fan, ticket 42"
 
 
 def test_only_the_tools_drained_nodes_of_the_inventory_are_rechecked() -> None:
-    found = recheck.plan(recheck.parse_nodes(SHOWN), HOSTS)
+    found = slurm_marks.drained(slurm_marks.parse_nodes(SHOWN), HOSTS)
     assert found.tests == {"gpu-0": ("gpu_gemm", "torch_nccl_allreduce"), "gpu-3": ("ddp_cpu_train",)}
-    assert [n.name for n in found.others] == ["n2"]  # drained by hand: left alone, listed
-    assert [n.name for n in found.outside] == ["n4"]
+    # Drained by hand, or by the tool but not a host of the inventory: left alone, listed.
+    assert [(a.host, a.detail.split(" (")[0], a.tests, a.ok) for a in found.listed] == [
+        ("n2", "left alone: drained by someone else", (), None),
+        ("n4", "left alone: drained by pav but not a host of the inventory", (), None),
+    ]
     assert found.reasons["gpu-3"].startswith("pav 20261126-1: ")
 
 
 def test_a_reason_the_drain_wrote_reads_back_its_tests() -> None:
     gemm = {"name": "gpu_gemm", "hosts": ["b"], "status": "fail", "reason": "wrong bytes", "metrics": {}}
-    [planned] = drain.plan({"run_id": "r1", "verdict": "FAIL", "tests": [gemm], "isolation": {}})
+    [planned] = decide.plan({"run_id": "r1", "verdict": "FAIL", "tests": [gemm], "isolation": {}})
     shown = f"NodeName=b State=IDLE+DRAIN Reason={planned.reason} [root@2026-11-26T19:00:01]"
-    assert recheck.plan(recheck.parse_nodes(shown), {"b": "b"}).tests == {"b": ("gpu_gemm",)}
+    assert slurm_marks.drained(slurm_marks.parse_nodes(shown), {"b": "b"}).tests == {"b": ("gpu_gemm",)}
 
 
 def run(*tests: dict[str, Any]) -> dict[str, Any]:
@@ -77,14 +81,14 @@ def run(*tests: dict[str, Any]) -> dict[str, Any]:
 def test_passing_every_failed_test_again_returns_the_node() -> None:
     ok = {"name": "ddp_cpu_train", "hosts": ["gpu-3"], "status": "pass", "metrics": {}}
     bad = {"name": "gpu_gemm", "hosts": ["gpu-0"], "status": "fail", "reason": "slow", "metrics": {}}
-    assert recheck.passed("gpu-3", ("ddp_cpu_train",), run(ok, bad)) == (True, "passed ddp_cpu_train")
-    good, why = recheck.passed("gpu-0", ("gpu_gemm",), run(ok, bad))
+    assert decide.passed("gpu-3", ("ddp_cpu_train",), run(ok, bad)) == (True, "passed ddp_cpu_train")
+    good, why = decide.passed("gpu-0", ("gpu_gemm",), run(ok, bad))
     assert not good and why.startswith("still failing: gpu-0")
 
 
 def test_a_test_not_run_again_keeps_the_node() -> None:
     skipped = {"name": "gpu_gemm", "hosts": ["gpu-0"], "status": "skipped", "reason": "no GPU", "metrics": {}}
-    good, why = recheck.passed("gpu-0", ("gpu_gemm", "torch_nccl_allreduce"), run(skipped))
+    good, why = decide.passed("gpu-0", ("gpu_gemm", "torch_nccl_allreduce"), run(skipped))
     assert not good
     assert why == "not passed again: gpu_gemm skipped, torch_nccl_allreduce not run"
 
@@ -94,9 +98,7 @@ def test_the_recheck_run_narrows_to_the_drained_hosts_and_their_tests() -> None:
     direct launches (Slurm would run no job on a drained node)."""
     ctx = context(3, options=Options(recheck=True, launcher="slurm"))
     ctx.results.hosts = {h.name: HostRecord(h.name) for h in ctx.hosts}
-    recheck_stage._narrow(
-        ctx, {"h1": ("torch_gloo_allreduce",), "h2": ("ddp_cpu_train", "torch_gloo_allreduce")}
-    )
+    narrow(ctx, {"h1": ("torch_gloo_allreduce",), "h2": ("ddp_cpu_train", "torch_gloo_allreduce")})
     assert ctx.host_names == ["h1", "h2"] and list(ctx.results.hosts) == ["h1", "h2"]
     assert ctx.limit == "h1,h2"  # every playbook skips the other hosts
     assert [t.name for t in ctx.inputs.tests] == ["torch_gloo_allreduce", "ddp_cpu_train"]
@@ -109,15 +111,20 @@ def test_a_node_drained_for_what_the_facts_showed_is_rechecked_by_reading_them_a
     the drains name (issue 50)."""
     ctx = context(2, options=Options(recheck=True, launcher="slurm"))
     ctx.results.hosts = {h.name: HostRecord(h.name) for h in ctx.hosts}
-    recheck_stage._narrow(ctx, {"h0": ("gpu_leftovers",), "h1": ("gpu_health", "torch_gloo_allreduce")})
+    narrow(ctx, {"h0": ("gpu_leftovers",), "h1": ("gpu_health", "torch_gloo_allreduce")})
     assert ctx.host_names == ["h0", "h1"]
     assert [t.name for t in ctx.inputs.tests] == ["torch_gloo_allreduce"]
     held = {"name": "gpu_leftovers", "hosts": ["h0"], "status": "pass", "metrics": {"gpus_held": 0}}
-    assert recheck.passed("h0", ("gpu_leftovers",), run(held)) == (True, "passed gpu_leftovers")
+    assert decide.passed("h0", ("gpu_leftovers",), run(held)) == (True, "passed gpu_leftovers")
     alone = context(1, options=Options(recheck=True))
     alone.results.hosts = {"h0": HostRecord("h0")}
-    recheck_stage._narrow(alone, {"h0": ("gpu_leftovers",)})
+    narrow(alone, {"h0": ("gpu_leftovers",)})
     assert (alone.host_names, alone.inputs.tests) == (["h0"], ())  # configure and the facts' judgement only
+
+
+def narrow(ctx: RunContext, tests: dict[str, tuple[str, ...]]) -> None:
+    """What the recheck's select does with the drained nodes it found: the run's new inputs."""
+    ctx.inputs = flow.narrowed(ctx, slurm_marks.Slurm(), Found(tests=tests))
 
 
 def scontrol_showing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shown: str) -> None:
@@ -172,16 +179,26 @@ def test_each_test_launches_only_on_the_hosts_that_failed_it() -> None:
     ctx = context(3, options=Options(recheck=True))
     ctx.results.hosts = {h.name: HostRecord(h.name) for h in ctx.hosts}
     wanted = {"h1": ("torch_gloo_allreduce",), "h2": ("ddp_cpu_train", "torch_gloo_allreduce")}
-    for host, tests in wanted.items():
-        ctx.results.actions.append(recheck_stage._entry(host, tests, "pav r1: host x"))
-    recheck_stage._narrow(ctx, wanted)
+    narrow(ctx, wanted)
     views = [HostView(h.name, h.address, {}) for h in ctx.hosts]
-    plan = recheck_stage.planner(ctx)
+    plan = only_where(ctx.inputs.rechecked)
     launches, _ = plan(list(ctx.inputs.tests), views, ctx.settings, "r2", ctx.inputs.timeouts.for_test)
     assert {la.test: la.hosts for la in launches} == {
         "torch_gloo_allreduce": ["h1", "h2"],
         "ddp_cpu_train": ["h2"],
     }
+
+
+def test_a_node_marked_for_its_error_counters_is_rechecked_by_the_tests_that_load_its_links() -> None:
+    """error_counters is judged from two facts reads; its recheck launches the catalog's link_traffic tests on
+    that node alone (before issue 51 the launches were pinned to the marks' own names, so a node marked for
+    error_counters launched nothing)."""
+    ctx = context(2, options=Options(recheck=True))
+    ctx.results.hosts = {h.name: HostRecord(h.name) for h in ctx.hosts}
+    narrow(ctx, {"h0": ("error_counters",), "h1": ("torch_gloo_allreduce",)})
+    traffic = catalog.link_traffic()
+    assert traffic and dict(ctx.inputs.rechecked) == {"h0": traffic, "h1": ("torch_gloo_allreduce",)}
+    assert [t.name for t in ctx.inputs.tests] == [*traffic, "torch_gloo_allreduce"]
 
 
 def test_a_recheck_that_would_create_its_hosts_is_refused_before_anything(tmp_path: Path) -> None:
@@ -256,7 +273,7 @@ def test_a_node_drained_by_hand_is_listed_and_never_touched(
         "h0": ("IDLE+DRAIN", f"pav 20261126-1: host wrong bytes [{gloo}]"),
         "h1": ("IDLE+DRAIN", "bad fan"),
     })  # fmt: skip
-    monkeypatch.setattr(recheck_stage, "play", slurm.play)
+    monkeypatch.setattr(slurm_marks, "play", slurm.play)
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(json.dumps({"all": {"hosts": {"h0": {"ansible_host": "10.0.0.1"},
                                                        "h1": {"ansible_host": "10.0.0.2"}}}}))  # fmt: skip
@@ -281,18 +298,18 @@ def test_a_node_drained_by_hand_is_listed_and_never_touched(
     )  # fmt: skip
     assert rc == (0 if passes else 1), ctx.results.error
     assert asked == [(["h0"], [gloo])]  # only the tool's own drained node was rechecked
-    acts = [a for a in ctx.results.actions if a["action"] == "slurm recheck"]
-    [left] = [a for a in acts if a["host"] == "h1"]
-    assert left["detail"] == "left alone: drained by someone else (bad fan)" and not left["tests"]
-    assert left["ok"] is None
-    [mine] = [a for a in acts if a["host"] == "h0"]
+    acts = [a for a in ctx.results.actions if a.action == "slurm recheck"]
+    [left] = [a for a in acts if a.host == "h1"]
+    assert left.detail == "left alone: drained by someone else (bad fan)" and not left.tests
+    assert left.ok is None
+    [mine] = [a for a in acts if a.host == "h0"]
     assert len(acts) == 2
     assert slurm.nodes["h1"] == ("IDLE+DRAIN", "bad fan")
     if passes:
-        assert mine["ok"] is True and mine["detail"] == f"resumed: passed {gloo}"
+        assert mine.ok is True and mine.detail == f"resumed: passed {gloo}"
         assert slurm.updates == [("RESUME", ["h0"])]
     else:
-        assert mine["ok"] is None and mine["detail"].startswith("kept drained: "), mine
+        assert mine.ok is None and mine.detail.startswith("kept drained: "), mine
         assert slurm.updates == []
     summary = (ctx.run_dir / "summary.txt").read_text()
     assert "slurm recheck: h1: left alone: drained by someone else (bad fan)" in summary.splitlines()

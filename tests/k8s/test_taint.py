@@ -17,12 +17,16 @@ import pytest
 from pav import catalog
 from pav.context import Options
 from pav.errors import PavError
-from pav.k8s import job_api, marking, render, taint
+from pav.k8s import job_api, render, taint
 from pav.k8s.config import load_config
 from pav.k8s.kubectl import Kubectl
-from pav.reporting import marks, summary
+from pav.k8s.stages import pin
+from pav.marking import decide, flow
+from pav.marking import k8s as k8s_marks
+from pav.marking.decide import Mark
+from pav.marking.scheduler import Found
+from pav.reporting import summary
 from pav.results import TestResult
-from pav.slurm import drain
 from tests.conftest import assert_one_line_error, run_cli, run_cli_here
 from tests.docs_quotes import assert_documented
 from tests.driver.contexts import context
@@ -54,19 +58,18 @@ def taint_keys(api: ApiServer, name: str) -> list[str]:
 
 
 def test_slurm_and_kubernetes_mark_the_same_parts() -> None:
-    """Both come from pav.reporting.marks: the hosts a FAIL's bad parts name, each with one reason."""
+    """Both mark what pav.marking.decide decides, once for any scheduler (pav.marking.flow): the hosts a
+    FAIL's bad parts name, each with one reason."""
     gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
     multi = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
     results = results_of([gemm, multi], suspects=("c",))
-    planned = marks.plan(results)
+    planned = decide.plan(results)
     assert [(m.host, m.tests) for m in planned] == [
         ("b", ("gpu_gemm",)),
         ("c", ("torch_gloo_collectives_multi",)),
     ]
-    assert [(t.node, t.reason) for t in taint.plan(results)] == [(m.host, m.reason) for m in planned]
-    assert [(d.host, d.reason) for d in drain.plan(results)] == [(m.host, m.reason) for m in planned]
-    assert taint.plan(results_of([gemm], verdict="ERROR")) == []
-    assert taint.value(("gpu_gemm", "x")) == "gpu_gemm"
+    assert decide.plan(results_of([gemm], verdict="ERROR")) == []
+    assert k8s_marks.value(("gpu_gemm", "x")) == "gpu_gemm"
 
 
 def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
@@ -74,17 +77,15 @@ def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
     taint and the cordon; a run that finds none of its nodes skips validate and collect."""
     ctx = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
     wanted = {"n1": ("torch_nccl_allreduce", "nccl_tests_all_reduce"), "n2": ("nccl_tests_all_reduce",)}
-    for node, tests in wanted.items():
-        ctx.results.actions.append(marking._entry(node, tests, f"pav r1: host x [{','.join(tests)}]", ""))
-    marking._narrow(ctx, wanted)
+    ctx.inputs = flow.narrowed(ctx, k8s_marks.K8s(), Found(tests=wanted))
     assert [s.name for s in ctx.inputs.tests] == ["torch_nccl_allreduce", "nccl_tests_all_reduce"]
     assert ctx.inputs.hosts == 2
     jobs = render.plan_jobs(
         ctx.inputs.tests, load_config(INVENTORY), {}, ctx.inputs.hosts, "r2", lambda _: 60
     )
-    pinned = {j.test: (j.workers, j.node_names) for j in marking.pin(ctx, jobs)}
+    pinned = {j.test: (j.workers, j.node_names) for j in pin(jobs, ctx.inputs.rechecked)}
     assert pinned == {"torch_nccl_allreduce": (1, ["n1"]), "nccl_tests_all_reduce": (2, ["n1", "n2"])}
-    for manifest in render.render(marking.pin(ctx, jobs), "pav"):  # policy-checked as any run's
+    for manifest in render.render(pin(jobs, ctx.inputs.rechecked), "pav"):  # policy-checked as any run's
         specs = manifest.body.get("spec", {}).get("pytorchReplicaSpecs") or {}
         for replica in specs.values():
             pod = replica["template"]["spec"]
@@ -107,10 +108,10 @@ def test_a_recheck_with_no_node_of_the_tools_stops_naming_the_nodes_it_looked_at
     kubectl(api, "cordon", "gpu-node-2")
     kubectl(api, "taint", "nodes", "gpu-node-4", f"{taint.KEY}=by-hand:NoSchedule")  # our key, no annotation
     ctx = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
-    monkeypatch.setattr(marking, "kubectl", lambda ctx: Kubectl(api.kubeconfig, "pav"))
+    monkeypatch.setattr(k8s_marks, "kubectl", lambda ctx: Kubectl(api.kubeconfig, "pav"))
     before = len(api.requests)
     with pytest.raises(PavError) as refused:
-        marking.select(ctx)
+        flow.select(ctx)
     assert str(refused.value) == (
         f"--recheck: no node carries this tool's taint ({taint.KEY} with the {taint.RUN} annotation); looked "
         "at 5 node(s): gpu-node-0, gpu-node-1, gpu-node-2 (cordoned by someone else), gpu-node-3, gpu-node-4 "
@@ -119,7 +120,7 @@ def test_a_recheck_with_no_node_of_the_tools_stops_naming_the_nodes_it_looked_at
         "marks the nodes a FAIL names), then --recheck re-tests them"
     )
     assert_documented(f"error: {refused.value}")
-    assert [a["host"] for a in ctx.results.actions] == ["gpu-node-2", "gpu-node-4"]
+    assert [a.host for a in ctx.results.actions] == ["gpu-node-2", "gpu-node-4"]
     assert api.requests[before:] == ["GET /api/v1/nodes?limit=500"]  # read, nothing changed
 
 
@@ -131,17 +132,17 @@ def test_nodes_of_a_failure_across_nodes_that_names_none_are_not_tainted(
     ctx = context(0, options=Options(on_fail="taint"), platform="k8s", tests=["torch_nccl_allreduce"])
     ctx.results.verdict = "FAIL"
     ctx.results.tests = [TestResult("torch_nccl_allreduce_multi", ["n1", "n2"], "error", "pod failed")]
-    marking.after_report(ctx)
+    flow.after_report(ctx)
     [action] = ctx.results.actions
-    assert action["action"] == taint.ACTION and action["hosts"] == ["n1", "n2"] and action["ok"] is None
-    line = f"{taint.ACTION}: {action['detail']}"
+    assert action.action == k8s_marks.ACTION and action.hosts == ("n1", "n2") and action.ok is None
+    line = f"{k8s_marks.ACTION}: {action.detail}"
     assert line.startswith(
         "k8s taint: not tainting n1, n2: torch_nccl_allreduce_multi failed across them, which does not say "
         "which host is bad (2 hosts are too few to tell apart by pairs); a host is named by a test of its own"
     )
     assert capsys.readouterr().out.splitlines() == [line]
     assert line in summary.render(ctx.results).splitlines()
-    assert taint.plan(ctx.results.to_dict()) == drain.plan(ctx.results.to_dict()) == []
+    assert decide.plan(ctx.results.to_dict()) == []
 
 
 def test_trainjobs_pinned_to_other_nodes_get_runtimes_of_their_own() -> None:
@@ -150,12 +151,10 @@ def test_trainjobs_pinned_to_other_nodes_get_runtimes_of_their_own() -> None:
     tests = ("torch_nccl_allreduce", "torch_nccl_collectives")
     ctx = context(0, options=Options(recheck=True), platform="k8s", tests=list(tests))
     wanted = {"n1": tests, "n2": tests[1:]}
-    for node, names in wanted.items():
-        ctx.results.actions.append(marking._entry(node, names, f"pav r1: host x [{','.join(names)}]", ""))
-    marking._narrow(ctx, wanted)
+    ctx.inputs = flow.narrowed(ctx, k8s_marks.K8s(), Found(tests=wanted))
     config, trainer = load_config(INVENTORY), job_api.TRAINER
     jobs = render.plan_jobs(ctx.inputs.tests, config, {}, ctx.inputs.hosts, "r2", lambda _: 60, api=trainer)
-    manifests = render.render(marking.pin(ctx, jobs), "pav")
+    manifests = render.render(pin(jobs, ctx.inputs.rechecked), "pav")
     runtimes = {m.body["metadata"]["name"]: m.body for m in manifests if m.kind == "ClusterTrainingRuntime"}
     assert len(runtimes) == 2
     for job in (m.body for m in manifests if m.kind == "TrainJob"):
@@ -170,8 +169,8 @@ def test_trainjobs_pinned_to_other_nodes_get_runtimes_of_their_own() -> None:
 def test_a_node_is_cordoned_tainted_annotated_then_returned(api: ApiServer) -> None:
     kube = Kubectl(api.kubeconfig, "pav")
     version = int(node(api, "gpu-node-1")["metadata"]["resourceVersion"])
-    marked = taint.mark(
-        kube, taint.Taint("gpu-node-1", "pav r1: GPU 3 x < 5 [gpu_gemm]", ("gpu_gemm",)), "r1"
+    marked = k8s_marks.mark_node(
+        kube, Mark("gpu-node-1", "pav r1: GPU 3 x < 5 [gpu_gemm]", ("gpu_gemm",)), "r1"
     )
     assert marked.ok, marked.detail
     live = node(api, "gpu-node-1")
@@ -187,9 +186,11 @@ def test_a_node_is_cordoned_tainted_annotated_then_returned(api: ApiServer) -> N
         f"{NODE_PATCH}gpu-node-1",  # cordon: strategic merge patch of spec.unschedulable
         f"{NODE_PATCH}gpu-node-1?fieldManager=kubectl-taint&fieldValidation=Strict",  # spec.taints
     ]
-    found = taint.find(kube.json("get", "nodes"))
+    found = k8s_marks.find(kube.json("get", "nodes"))
     assert found.tests == {"gpu-node-1": ("gpu_gemm",)} and found.cordoned == {"gpu-node-1": True}
-    assert taint.unmark(kube, "gpu-node-1", cordoned_by_us=True) == f"untainted {taint.KEY}, uncordoned"
+    assert (
+        k8s_marks.unmark_node(kube, "gpu-node-1", cordoned_by_us=True) == f"untainted {taint.KEY}, uncordoned"
+    )
     live = node(api, "gpu-node-1")
     assert not live["spec"].get("unschedulable") and taint_keys(api, "gpu-node-1") == []
     assert live["metadata"].get("annotations") == {}
@@ -201,24 +202,28 @@ def test_nodes_others_marked_are_listed_and_a_node_cordoned_first_stays_cordoned
     kubectl(api, "taint", "nodes", "gpu-node-3", "maintenance=fan:NoSchedule")
     kubectl(api, "taint", "nodes", "gpu-node-4", f"{taint.KEY}=by-hand:NoSchedule")  # our key, no annotation
     kubectl(api, "taint", "nodes", "gpu-node-0", "nvidia.com/gpu=present:NoSchedule")  # a GPU node's own
-    found = taint.find(kube.json("get", "nodes"))
+    found = k8s_marks.find(kube.json("get", "nodes"))
     assert found.tests == {}
-    assert found.others == {
+    assert {
+        a.host: a.detail.removeprefix("left alone: ").removesuffix(" by someone else") for a in found.listed
+    } == {
         "gpu-node-2": "cordoned",
         "gpu-node-3": "tainted maintenance=fan:NoSchedule",
         "gpu-node-4": f"tainted {taint.KEY} without the tool's {taint.RUN} annotation, "
         f"tainted {taint.KEY}=by-hand:NoSchedule",
     }
     # Cordoned by an operator before the tool tainted it: a recheck untaints it, the cordon stays theirs.
-    assert taint.mark(kube, taint.Taint("gpu-node-2", "pav r1: host x [t]", ("t",)), "r1").ok
-    found = taint.find(kube.json("get", "nodes"))
+    assert k8s_marks.mark_node(kube, Mark("gpu-node-2", "pav r1: host x [t]", ("t",)), "r1").ok
+    found = k8s_marks.find(kube.json("get", "nodes"))
     assert found.tests == {"gpu-node-2": ("t",)} and found.cordoned == {"gpu-node-2": False}
-    assert "left cordoned" in taint.unmark(kube, "gpu-node-2", cordoned_by_us=False)
+    assert "left cordoned" in k8s_marks.unmark_node(kube, "gpu-node-2", cordoned_by_us=False)
     assert node(api, "gpu-node-2")["spec"]["unschedulable"] is True
 
 
 def test_a_node_gone_is_an_outcome_naming_the_step_and_the_fix(api: ApiServer) -> None:
-    marked = taint.mark(Kubectl(api.kubeconfig, "pav"), taint.Taint("gpu-node-9", "pav r1: x", ("t",)), "r1")
+    marked = k8s_marks.mark_node(
+        Kubectl(api.kubeconfig, "pav"), Mark("gpu-node-9", "pav r1: x", ("t",)), "r1"
+    )
     assert marked.ok is False
     assert marked.detail.startswith("get: kubectl get node failed") and "NotFound" in marked.detail
     assert "RBAC verbs get, patch on nodes" in marked.detail

@@ -14,7 +14,8 @@ import pytest
 
 from pav.driver_settings import settings_from
 from pav.errors import PavError
-from pav.reporting import bad_parts, marks
+from pav.marking import decide
+from pav.reporting import bad_parts
 from pav.results import HostRecord
 from pav.stages import validate
 from pav.thresholds import leftovers
@@ -118,7 +119,7 @@ def test_the_bad_part_and_the_drain_reason_say_user_problem() -> None:
         f"gpu-node {part.part} (a user problem): PID 1068 (python3, user root) holds"
     )
     assert "likely cause: a user problem, not the hardware: another process holds the GPU" in part.line()
-    reason = marks.reason("20261128T000000Z-sim", part, part.tests)
+    reason = decide.reason("20261128T000000Z-sim", part, part.tests)
     assert reason.startswith("pav 20261128T000000Z-sim: user problem: GPU 0 (") and reason.endswith(
         " [gpu_leftovers]"
     )

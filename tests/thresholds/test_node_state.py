@@ -11,7 +11,8 @@ import pytest
 
 from pav.errors import PavError
 from pav.judging import Judge
-from pav.reporting import bad_parts, causes, marks
+from pav.marking import decide
+from pav.reporting import bad_parts, causes
 from pav.results import HostRecord, TestResult
 from pav.thresholds import counters, gpu_state, health, versions
 from pav.thresholds.node_policy import NodePolicy, node_policy, recorded_policy
@@ -61,7 +62,7 @@ def test_a_setting_not_as_the_policy_expects_fails_as_a_configuration_problem(
     assert part.category == gpu_state.CATEGORY
     assert part.line().startswith(f"gpu-node {GPU0_H100} (a configuration problem): ")
     assert "nvidia-smi -pm 1" in part.worst.cause
-    assert "configuration problem: " in marks.reason("r1", part, ("gpu_health",))
+    assert "configuration problem: " in decide.reason("r1", part, ("gpu_health",))
     # The policy says what is meant: any leaves the setting unjudged (set on every GPU: ECC that differs
     # across a host's GPUs fails whatever the policy).
     for dev in facts["gpus"]["devices"]:
@@ -294,4 +295,4 @@ def test_the_judge_gives_every_facts_result_and_a_recheck_sends_traffic_for_the_
         ("software_versions", ("node-0", "node-1"), "pass"),
     ]  # fmt: skip
     recheck = {"node-0": ("software_versions", "gpu_health", "error_counters", "ddp_cpu_train")}
-    assert marks.to_launch(recheck) == ("torch_nccl_allreduce", "ddp_cpu_train")
+    assert decide.to_launch(recheck) == ("torch_nccl_allreduce", "ddp_cpu_train")

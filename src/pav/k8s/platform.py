@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pav.k8s import marking, stages
+from pav.k8s import stages
 from pav.k8s.dry_run import dry_run
 from pav.platform import Platform
 
@@ -18,6 +18,5 @@ def k8s() -> Platform:
             "report": stages.report_stage,
             "teardown": stages.teardown_stage,
         },
-        after={"provision": marking.select},  # only with --recheck: the tool's tainted nodes and tests
         dry_run=dry_run,
     )

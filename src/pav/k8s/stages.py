@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
-from pav.k8s import job_api, jobs, marking, provision, render
+from pav.k8s import job_api, jobs, provision, render, taint
 from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
 from pav.k8s.policy import check_manifest
@@ -29,7 +31,7 @@ def manifests(ctx: RunContext, api: str) -> tuple[list[render.Job], list[render.
         ctx.inputs.timeouts.for_test,
         api=api,
     )
-    planned = marking.pin(ctx, planned)  # only with --recheck: each job on the nodes that failed its test
+    planned = pin(planned, ctx.inputs.rechecked)  # only in a recheck: each job on the nodes that failed it
     labels = render.job_labels(ctx.results.run_id, "payload")
     return planned, render.render(planned, config.namespace, labels)
 
@@ -140,10 +142,23 @@ def collect_stage(ctx: RunContext) -> str:
 
 
 def report_stage(ctx: RunContext) -> str:
-    """The report, then --on-fail taint or --recheck's return of nodes (never raising): the verdict first."""
-    detail = report.run(ctx)
-    marking.after_report(ctx)
-    return detail
+    """The report (the pipeline marks or returns nodes after it, pav.marking)."""
+    return report.run(ctx)
+
+
+def pin(jobs: list[render.Job], rechecked: Mapping[str, tuple[str, ...]]) -> list[render.Job]:
+    """A recheck's jobs (pav.marking): each test's job on the nodes that failed it alone, tolerating the
+    tool's taint and the cordon (the scheduler keeps every other pod off them); a test no node failed is
+    dropped. Without a recheck (a dry run finds no nodes) every job as planned."""
+    if not rechecked:
+        return jobs
+    out = []
+    for job in jobs:
+        nodes = [n for n, tests in rechecked.items() if job.test in tests]
+        if nodes:
+            tolerations = [dict(t) for t in taint.RECHECK_TOLERATIONS]
+            out.append(replace(job, workers=len(nodes), node_names=nodes, tolerations=tolerations))
+    return out
 
 
 def teardown_stage(ctx: RunContext) -> str:

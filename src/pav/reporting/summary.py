@@ -194,9 +194,9 @@ def _actions(results: RunResults) -> list[str]:
     """What --on-fail did to each node (drained), or what failed and the fix."""
     lines = []
     for act in results.actions:
-        state = " FAILED" if act.get("ok") is False else ""
-        where = f"{act['host']}: " if act.get("host") else ""  # none: the entry's detail names its hosts
-        lines.append(f"{act.get('action')}{state}: {where}{act.get('detail')}")
+        state = " FAILED" if act.ok is False else ""
+        where = f"{act.host}: " if act.host else ""  # none: the entry's detail names its hosts
+        lines.append(f"{act.action}{state}: {where}{act.detail}")
     return lines
 
 

@@ -10,7 +10,6 @@ from pav.inventory import check_addresses, resolve_hosts, stage_inventory, write
 from pav.ownership import clear_leftover
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.results import HostRecord
-from pav.stages import recheck
 
 
 def terraform_env(ctx: RunContext) -> TerraformEnv:
@@ -67,7 +66,6 @@ def resolve(ctx: RunContext) -> None:
         if host.name in ctx.missing:
             record.status = "unreachable"
     ctx.hosts = [h for h in every if h.name not in ctx.missing]
-    recheck.select(ctx)  # only with --recheck: the tool's drained nodes and their tests
 
 
 def _inv_dir(ctx: RunContext) -> Path:

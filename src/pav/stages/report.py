@@ -15,7 +15,6 @@ from pav.reporting import history, html, junit, metrics_export, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
 from pav.secrets import scrub
-from pav.stages import drain, recheck
 
 
 def judge(ctx: RunContext) -> None:
@@ -150,6 +149,4 @@ def write_partial(ctx: RunContext) -> None:
 def run(ctx: RunContext) -> str:
     judge(ctx)
     write(ctx)
-    drain.run(ctx)  # only with --on-fail drain, once the run's files hold its verdict; never raises
-    recheck.resume(ctx)  # only with --recheck; never raises
     return f"verdict {ctx.results.verdict}"

@@ -10,11 +10,10 @@ from typing import Any
 from pav import suites
 from pav.context import RunContext
 from pav.launch import Launch
-from pav.launches import HostView, plan_launches
+from pav.launches import HostView, only_where, plan_launches
 from pav.payload_installer import installer
 from pav.results import TestResult
 from pav.slurm.plan import plan_slurm
-from pav.stages import recheck
 from pav.stages.playbook import FETCHED, play, raise_for_hosts, record_hosts, torn_down
 from pav.thresholds import counters, leftovers
 
@@ -34,7 +33,8 @@ def plan(ctx: RunContext) -> None:
             specs, views, ctx.settings, ctx.results.run_id, ctx.run_dir, timeout_for
         )
     else:
-        planner = recheck.planner(ctx) if ctx.options.recheck else plan_launches
+        # A recheck (pav.marking): each test only on the hosts that failed it.
+        planner = only_where(ctx.inputs.rechecked) if ctx.inputs.rechecked else plan_launches
         ctx.launches, skipped = planner(specs, views, ctx.settings, ctx.results.run_id, timeout_for)
         ctx.runs = suites.fold(ctx.launches) if ctx.settings.fold_launches else ctx.launches
     ctx.results.tests.extend(skipped)

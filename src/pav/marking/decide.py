@@ -1,8 +1,8 @@
 """What --on-fail marks, on any scheduler: one mark per host a bad part of a FAIL names
 (pav.reporting.bad_parts: isolation's suspects, the failing tests' hosts), with the reason and the tests a
-recheck runs again.
+recheck runs again; and when a rechecked host passed.
 
-Slurm drains the marks' nodes (pav.slurm.drain), Kubernetes taints them (pav.k8s.taint): both act on
+Slurm drains the marks' nodes, Kubernetes taints them (pav.marking.slurm, pav.marking.k8s): both act on
 exactly these hosts, from the one decision here. Only a FAIL marks: an interrupted or broken run (ERROR)
 names hosts for what happened to the run, not for what is wrong with them. A host is marked only where a
 part names it: its own test failed, or isolation named it for a test across hosts. A test across hosts that
@@ -13,15 +13,13 @@ an operator's.
 
 from __future__ import annotations
 
-import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pav import catalog
 from pav.isolation import MIN_HOSTS
 from pav.reporting import bad_parts
+from pav.results import Action
 from pav.thresholds import counters, health, leftovers, versions
 
 PREFIX = "pav "
@@ -59,10 +57,9 @@ class Unnamed:
             f"say which host is bad ({self.why}); {NAMING}"
         )
 
-    def entry(self, action: str, verb: str) -> dict[str, Any]:
+    def entry(self, action: str, verb: str) -> Action:
         """The run's `actions` entry: one for all of them (`hosts`), no change made (`ok` null)."""
-        return {"action": action, "host": "", "hosts": list(self.hosts), "reason": "",
-                "tests": list(self.tests), "ok": None, "detail": self.line(verb)}  # fmt: skip
+        return Action(action, "", tests=self.tests, detail=self.line(verb), hosts=self.hosts)
 
 
 @dataclass(frozen=True)
@@ -207,17 +204,3 @@ def passed(host: str, tests: tuple[str, ...], results: dict[str, Any]) -> tuple[
     if missing:
         return False, "not passed again: " + ", ".join(f"{t} {status.get(t, 'not run')}" for t in missing)
     return True, f"passed {', '.join(tests)}"
-
-
-def guarded(
-    run_dir: Path, actions: list[dict[str, Any]], action: str, step: Callable[[], None], left: str
-) -> None:
-    """Run a marking step after the report; a bug in it is an `actions` entry and driver-error.txt, never an
-    exception (it must not cost the teardown after it). left: what the failed step did not change."""
-    try:
-        step()
-    except Exception as exc:
-        with (run_dir / "driver-error.txt").open("a") as out:
-            out.write(f"{action}:\n" + traceback.format_exc() + "\n")
-        note = f"internal error: {exc!r}; see driver-error.txt ({left})"
-        actions.append({"action": action, "host": "", "reason": "", "tests": [], "ok": False, "detail": note})
