@@ -101,6 +101,9 @@ class TestSpec:
     # Sends traffic over every link of the host's GPUs: a recheck of a node marked for error_counters (the
     # counters' change over a run, thresholds/counters.py) runs these to see whether they still grow.
     link_traffic: bool = False
+    # Measures each GPU and each GPU pair alone (pav_payload probe): its figures are judged by the gates
+    # derived per GPU and per pair (thresholds/derive.py, relative.py) and drawn as the report's GPU grid.
+    per_gpu_probe: bool = False
 
     @property
     def payload(self) -> str:
@@ -228,6 +231,7 @@ CATALOG: dict[str, TestSpec] = {
             True,
             ("probe",),
             procs=1,  # it starts a process per GPU itself (probe_workers.py), then measures each pair alone
+            per_gpu_probe=True,
         ),
         TestSpec(
             "gpu_burn",
@@ -399,9 +403,6 @@ BURN_IN = "gpu_burn"
 # FOR TESTING ONLY: the local GPU (its local rank) whose SDC check flips one element (docs/thresholds.md).
 SDC_FAULT_ENV = "PAV_FAULT_SDC_GPU"
 
-# The per-GPU probe: its figures are the per-GPU and per-pair gates' (thresholds/derive.py, relative.py)
-# and the report's GPU grid.
-PROBE = "gpu_probe"
 # What a run tests where pav_tests is not set (settings.py; docs/configuration.md).
 DEFAULT_TESTS = ("torch_gloo_allreduce", "ddp_cpu_train", "torch_nccl_allreduce", "nccl_tests_all_reduce")
 
@@ -603,3 +604,13 @@ def with_slurm_checks(specs: list[TestSpec]) -> list[TestSpec]:
     return [CATALOG[c] for c in SLURM_CHECKS if c not in names] + sorted(
         specs, key=lambda s: SLURM_CHECKS.index(s.name) if s.name in SLURM_CHECKS else len(SLURM_CHECKS)
     )
+
+
+def probe() -> str:
+    """The test that measures each GPU and pair alone (TestSpec.per_gpu_probe): the per-GPU gates' test."""
+    return next(name for name, spec in CATALOG.items() if spec.per_gpu_probe)
+
+
+def is_probe(test: str) -> bool:
+    spec = spec_of(test)
+    return spec is not None and spec.per_gpu_probe

@@ -13,7 +13,7 @@ from pav.inventory import Host
 from pav.launch import Launch
 from pav.locks import Holder
 from pav.options import STAGES, Options
-from pav.provisioning.state import state_dir
+from pav.paths import state_dir
 from pav.results import RunResults
 from pav.run_inputs import RunInputs
 from pav.settings import Settings

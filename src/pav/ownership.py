@@ -23,10 +23,10 @@ from pav import locks, rundir
 from pav.context import RunContext
 from pav.errors import PavError
 from pav.locks import Holder
+from pav.paths import state_dir
 from pav.processes import alive
 from pav.provisioning import keeper
 from pav.provisioning.keeper import Keep, StateRecord
-from pav.provisioning.state import state_dir
 from pav.results import utc_now
 
 LOCK = "lock"

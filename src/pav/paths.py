@@ -65,3 +65,13 @@ def make_private(folder: Path) -> Path:
     if folder.stat().st_uid == os.geteuid():
         folder.chmod(0o700)
     return folder
+
+
+def state_dir(env: str) -> Path:
+    """Where a provisioning env keeps its Terraform state, never in the repo: PAV_STATE_DIR if set, else
+    $XDG_STATE_HOME (or ~/.local/state)/provision-and-validate/ENV."""
+    explicit = os.environ.get("PAV_STATE_DIR")
+    if explicit:
+        return Path(explicit).resolve()
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return base / "provision-and-validate" / env

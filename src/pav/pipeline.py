@@ -9,10 +9,9 @@ from pav import interrupts
 from pav.context import RunContext
 from pav.errors import Interrupted, PavError
 from pav.marking import flow as marking
-from pav.platform import Platform, StageFn, hosts
+from pav.platform import Platform, StageFn, hosts, k8s
 from pav.results import NOTHING_RUN, utc_now
-from pav.secrets import scrub
-from pav.stages import report
+from pav.stages import report, scrub
 
 # Stages a signal stops; collect, report and teardown still run after it.
 RUN_STAGES = ("provision", "configure", "validate")
@@ -21,8 +20,6 @@ RUN_STAGES = ("provision", "configure", "validate")
 def platform_for(ctx: RunContext) -> Platform:
     """The platform the run's settings name; k8s's stages load only for a k8s run."""
     if ctx.inputs.platform == "k8s":
-        from pav.k8s.platform import k8s
-
         return k8s()
     return hosts()
 

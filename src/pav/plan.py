@@ -5,11 +5,11 @@ from __future__ import annotations
 from pav import ownership, paths
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
+from pav.paths import state_dir
 from pav.provisioning import keeper
-from pav.provisioning.declared import declared_resources
-from pav.provisioning.state import state_dir
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.reporting import metrics_export, pushgateway
+from pav.terraform_declared import declared_resources
 from pav.thresholds.profiles import planned_profile
 from pav.yamlfile import load_mapping
 

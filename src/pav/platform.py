@@ -2,8 +2,8 @@
 says what --dry-run prints.
 
 `hosts`: Ansible over SSH (or the local connection), torchrun/mpirun/nccl-tests on each host.
-`k8s`: PyTorchJob/MPIJob on a Kubernetes cluster (pav.k8s.platform, which builds on this module; the run's
-choice between the two is pav.pipeline.platform_for, above both).
+`k8s`: PyTorchJob/MPIJob on a Kubernetes cluster (its stages: pav.stages.k8s; the run's choice between
+the two is pav.pipeline.platform_for, above both).
 """
 
 from __future__ import annotations
@@ -64,3 +64,22 @@ def print_plan(ctx: RunContext) -> int:
         ctx.missing = check_addresses(ctx.hosts, ctx.env.hosts_file, ctx.options.allow_missing)
     print(plan.render(ctx), end="")
     return 0
+
+
+def k8s() -> Platform:
+    """--platform k8s in the one pipeline: jobs on a Kubernetes cluster instead of Ansible over SSH."""
+    from pav.stages import k8s as stages
+    from pav.stages.k8s_dry_run import dry_run
+
+    return Platform(
+        "k8s",
+        {
+            "provision": stages.provision_stage,
+            "configure": stages.configure_stage,
+            "validate": stages.validate_stage,
+            "collect": stages.collect_stage,
+            "report": stages.report_stage,
+            "teardown": stages.teardown_stage,
+        },
+        dry_run=dry_run,
+    )

@@ -55,7 +55,7 @@ def test_the_scan_finds_a_name() -> None:
 
 def test_the_names_the_catalog_holds_are_its_tests() -> None:
     """Every test a spec or a catalog constant names is one the catalog knows."""
-    named = {catalog.PROBE, *catalog.DEFAULT_TESTS}
+    named = {catalog.probe(), *catalog.DEFAULT_TESTS}
     named |= {base for spec in catalog.CATALOG.values() for base in spec.scaling_baselines}
     assert named <= set(catalog.CATALOG), named - set(catalog.CATALOG)
 
@@ -67,5 +67,14 @@ def test_each_field_sits_on_the_tests_it_is_for() -> None:
         assert not spec.busbw_ops or (spec.scope == "host" and spec.needs_gpu), spec.name
         assert not spec.inter_node_metric or (spec.scope == "cluster" and spec.needs_gpu), spec.name
         assert bool(spec.scaling_baselines) == bool(spec.scaling_throughput), spec.name
+        assert not spec.per_gpu_probe or (spec.payload == "probe" and spec.scope == "host"), spec.name
         if spec.scaling_baselines and spec.scope == "host":
             assert len(spec.scaling_baselines) == 1, spec.name  # the one 1-GPU run on the same host
+
+
+def test_one_test_is_the_per_gpu_probe_and_no_module_names_it() -> None:
+    """The probe's role is its spec's field (issue 51): the per-GPU gates, the GPU grid and the relative
+    gates ask catalog.is_probe, never its name."""
+    assert [s for s in catalog.CATALOG.values() if s.per_gpu_probe] == [catalog.CATALOG[catalog.probe()]]
+    assert catalog.is_probe(catalog.probe()) and not catalog.is_probe(catalog.DEFAULT_TESTS[0])
+    assert not catalog.is_probe("no_such_test")

@@ -30,7 +30,7 @@ KNOWN: dict[tuple[str, str], str] = {}
 
 @dataclass(frozen=True)
 class Source:
-    name: str  # dotted, pav.k8s.platform; a package by its own name (pav.k8s is k8s/__init__.py)
+    name: str  # dotted, pav.platform; a package by its own name (pav.k8s is k8s/__init__.py)
     text: str
     package: bool = False
 
@@ -235,6 +235,12 @@ def test_every_module_sits_in_a_layer() -> None:
     assert not unused, f"the Layers table of {DOC.name} names modules that do not exist: {unused}"
 
 
+def test_each_package_sits_in_one_layer() -> None:
+    """No row names a module inside a package: a package's folder tells its layer, all of it (issue 51)."""
+    inside = [e for e in LAYERS.entries if "." in e.removesuffix(".*")]
+    assert not inside, f"rows of {DOC.name}'s Layers table name modules inside a package: {inside}"
+
+
 def test_no_module_imports_a_higher_layer() -> None:
     found = upward(pav_tree().live, LAYERS)
     assert not found, (
@@ -319,8 +325,9 @@ def test_packages_that_import_each_other_are_a_cycle_though_no_modules_are() -> 
 
 def test_the_table_places_a_module_by_its_most_exact_entry() -> None:
     assert LAYERS.names == ("base", "domain", "engines", "stages", "entry")
-    assert LAYERS.label("pav.secrets.redact") == "base" and LAYERS.label("pav.secrets.scrub") == "stages"
-    assert LAYERS.label("pav.provisioning.simhosts.net") == "base"
+    assert LAYERS.label("pav.secrets.redact") == "base" and LAYERS.label("pav.stages.scrub") == "stages"
+    assert LAYERS.label("pav.simhosts.net") == "base"
     assert LAYERS.label("pav.provisioning.nebius") == "engines"
-    assert LAYERS.label("pav.k8s.render") == "engines" and LAYERS.label("pav.k8s.config") == "domain"
+    assert LAYERS.label("pav.k8s.render") == "engines" and LAYERS.label("pav.k8s_config") == "domain"
+    assert LAYERS.of("pav.k8s") == LAYERS.of("pav.k8s.render")  # the package and its modules: one layer
     assert LAYERS.of("pav.no_such_module") is None and LAYERS.of("pav.k8sx") is None

@@ -12,10 +12,10 @@ import pytest
 
 from pav import pipeline, platform
 from pav.context import Options, RunContext
-from pav.k8s import stages as k8s_stages
-from pav.k8s.platform import k8s
+from pav.platform import k8s
 from pav.results import HostRecord
 from pav.stages import collect, configure, isolate, provision, teardown, validate
+from pav.stages import k8s as k8s_stages
 from tests.driver.contexts import context
 from tests.driver.signals import forget
 

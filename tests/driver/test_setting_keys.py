@@ -12,7 +12,7 @@ import pytest
 from pav import cli, paths
 from pav.errors import PavError
 from pav.extravars import DRIVER_OWNED
-from pav.k8s.config import load_config
+from pav.k8s_config import load_config
 from pav.provisioning.hosts import ProvisionedHost, host_vars
 from pav.setting_keys import ANSIBLE_KEYS, RUN_VARS, driver_keys, k8s_keys, known_keys, nearest
 from pav.settings import load_settings

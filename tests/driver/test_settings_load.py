@@ -15,15 +15,15 @@ import yaml
 from pav import cli, paths
 from pav.errors import PavError
 from pav.group_vars import read_group_vars
-from pav.k8s.config import load_config
-from pav.k8s.fabric import fabric_env
+from pav.k8s_config import load_config
+from pav.k8s_fabric import fabric_env
 from pav.k8s_settings import K8S_DEFAULTS, K8sSettings
 from pav.settings import load_settings, settings_file
 from tests.conftest import ROOT
 from tests.docs_quotes import assert_documented
 
 K8S_ENV = paths.INVENTORIES / "nebius-eu-k8s"
-SETTINGS_MODULES = ("settings", "driver_settings", "k8s_settings", "setting_keys", "group_vars", "k8s.config")
+SETTINGS_MODULES = ("settings", "driver_settings", "k8s_settings", "setting_keys", "group_vars", "k8s_config")
 
 
 def split_env(tmp_path: Path, **files: str) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pav.secrets.scrub import scrub_text
+from pav.stages.scrub import scrub_text
 from tests.faults.conftest import Configured, Sandbox
 
 

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from pav import paths
-from pav.k8s.config import load_config
 from pav.k8s.kubectl import Kubectl
+from pav.k8s_config import load_config
 from pav.k8s_settings import K8sSettings
 from tests.k8s.apiserver import ApiServer, network
 

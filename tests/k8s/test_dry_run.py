@@ -1,6 +1,7 @@
-"""--platform k8s --dry-run (pav.k8s.dry_run) in process, on the repository's k8s env, and which tests the
-k8s platform runs as which job kind (pav.k8s.kinds): the plan lists one job per test, of the kind kinds
-gives it, and every manifest it names is written, policy-checked, into the run dir; nothing is created."""
+"""--platform k8s --dry-run (pav.stages.k8s_dry_run) in process, on the repository's k8s env, and which
+tests the k8s platform runs as which job kind (pav.k8s.kinds): the plan lists one job per test, of the kind
+kinds gives it, and every manifest it names is written, policy-checked, into the run dir; nothing is
+created."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from pav.context import Options, RunContext
 from pav.envs import resolve_env
 from pav.errors import PavError
 from pav.k8s import job_api
-from pav.k8s.dry_run import dry_run
 from pav.provisioning.nebius import SERVICE_ACCOUNT, TOKEN
 from pav.settings import load_settings
+from pav.stages.k8s_dry_run import dry_run
 from tests.driver.contexts import context
 
 ENV = "nebius-eu-k8s"

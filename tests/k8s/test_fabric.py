@@ -1,5 +1,5 @@
 """The pods' NCCL/UCX environment is the one roles/nccl_env derives: its derive.yml, run by Ansible with the
-k8s env's variables, gives the same variables as pav.k8s.fabric (so the two cannot drift apart)."""
+k8s env's variables, gives the same variables as pav.k8s_fabric (so the two cannot drift apart)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import yaml
 
 from pav import paths
 from pav.errors import PavError
-from pav.k8s.fabric import ROLE_DEFAULTS, fabric_env
+from pav.k8s_fabric import ROLE_DEFAULTS, fabric_env
 from pav.settings import load_settings
 
 ENV = paths.INVENTORIES / "nebius-eu-k8s"

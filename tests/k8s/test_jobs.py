@@ -18,8 +18,8 @@ from pav import catalog, paths
 from pav.errors import PavError
 from pav.evaluate import evaluate_launch
 from pav.k8s import jobs, render
-from pav.k8s.config import load_config
-from pav.k8s.fabric import fabric_env
+from pav.k8s_config import load_config
+from pav.k8s_fabric import fabric_env
 from pav.launch import Launch
 from pav.settings import load_settings
 from pav.thresholds.profiles import load_profile

@@ -15,13 +15,14 @@ import pytest
 from pav import catalog, cli, paths
 from pav.errors import PavError
 from pav.evaluate import evaluate_launch
-from pav.k8s import jobs, provision, render, stages
-from pav.k8s.config import load_config
-from pav.k8s.fabric import fabric_env
+from pav.k8s import jobs, provision, render
 from pav.k8s.kubectl import Kubectl
+from pav.k8s_config import load_config
+from pav.k8s_fabric import fabric_env
 from pav.k8s_settings import K8sSettings
 from pav.results import HostRecord
 from pav.settings import load_settings
+from pav.stages import k8s as stages
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.k8s.apiserver import ApiServer

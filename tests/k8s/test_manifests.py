@@ -21,9 +21,9 @@ from pav import catalog, cli, paths, run_inputs
 from pav.envs import resolve_env
 from pav.errors import PavError
 from pav.k8s import job_api, render
-from pav.k8s.config import load_config
-from pav.k8s.fabric import fabric_env
-from pav.k8s.policy import check_manifest, problems
+from pav.k8s_config import load_config
+from pav.k8s_fabric import fabric_env
+from pav.k8s_policy import check_manifest, problems
 from pav.k8s_settings import TEMPLATES
 from pav.options import Options
 from pav.settings import load_settings, settings_from

@@ -18,15 +18,15 @@ from pav import catalog
 from pav.context import Options
 from pav.errors import PavError
 from pav.k8s import job_api, render, taint
-from pav.k8s.config import load_config
 from pav.k8s.kubectl import Kubectl
-from pav.k8s.stages import pin
+from pav.k8s_config import load_config
 from pav.marking import decide, flow
 from pav.marking import k8s as k8s_marks
 from pav.marking.decide import Mark
 from pav.marking.scheduler import Found
 from pav.reporting import summary
 from pav.results import TestResult
+from pav.stages.k8s import pin
 from tests.conftest import assert_one_line_error, run_cli, run_cli_here
 from tests.docs_quotes import assert_documented
 from tests.driver.contexts import context

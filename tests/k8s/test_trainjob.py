@@ -3,7 +3,7 @@ the pinned Trainer and JobSet manifests applied as the role applies them, the to
 and TrainJobs as the driver renders them, the TrainJob -> JobSet -> Jobs -> Pods chain with the torch and MPI
 plugins' environment, and the pods' scripts run for real (CPU, gloo), each test in a namespace of its own
 on the shared double (tests/k8s/conftest.py). Which API a cluster gets: pav.k8s.job_api and the configure
-stage's choice (pav.k8s.stages.choose_api) against what a double of the test's own serves."""
+stage's choice (pav.stages.k8s.choose_api) against what a double of the test's own serves."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ import pytest
 from pav import catalog
 from pav.errors import PavError
 from pav.evaluate import evaluate_launch
-from pav.k8s import job_api, jobs, render, stages
-from pav.k8s.fabric import fabric_env
+from pav.k8s import job_api, jobs, render
 from pav.k8s.kubectl import Kubectl
+from pav.k8s_fabric import fabric_env
 from pav.settings import load_settings
+from pav.stages import k8s as stages
 from pav.thresholds.profiles import load_profile
 from pav.thresholds.scaling import split_gates
 from tests.driver.contexts import context

@@ -1,4 +1,4 @@
-"""sim-hosts' parts that need no namespace, link or mount (pav.provisioning.simhosts): its command line,
+"""sim-hosts' parts that need no namespace, link or mount (pav.simhosts): its command line,
 the state dir and its records, the names and addresses a cluster's network gives, fault injection by
 variable, and the refusals that come before anything is made. Bringing hosts up is tests/sim's slow part.
 Nothing here changes a link: the one `ip` call made only reads."""
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from pav.provisioning import simhosts
-from pav.provisioning.simhosts import cli, cluster, faults, host, net, state
-from pav.provisioning.simhosts.errors import SimError, log
-from pav.provisioning.simhosts.net import Net
+from pav import simhosts
+from pav.simhosts import cli, cluster, faults, host, net, state
+from pav.simhosts.errors import SimError, log
+from pav.simhosts.net import Net
 
 CLUSTER = Net("zq9t", 7)  # an id no real cluster on this machine has
 
@@ -183,7 +183,7 @@ def test_python_m_runs_the_command(
 ) -> None:
     monkeypatch.setattr(sys, "argv", ["sim-hosts", "help"])
     with pytest.raises(SystemExit) as exc:
-        runpy.run_module("pav.provisioning.simhosts", run_name="__main__")
+        runpy.run_module("pav.simhosts", run_name="__main__")
     assert exc.value.code == 0 and "sim-hosts up " in capsys.readouterr().err
 
 

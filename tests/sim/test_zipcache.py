@@ -12,7 +12,7 @@ from types import CodeType
 
 import pytest
 
-from pav.provisioning.simhosts import zipcache
+from pav.simhosts import zipcache
 
 SOURCE = "ANSWER = 6 * 7\n"
 

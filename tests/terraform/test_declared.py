@@ -1,11 +1,11 @@
-"""What a Terraform root would create, read offline (pav.provisioning.declared): the dry run lists it. Read
+"""What a Terraform root would create, read offline (pav.terraform_declared): the dry run lists it. Read
 from the real roots of terraform/envs, and from a small root for what is left out."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pav.provisioning.declared import declared_resources
+from pav.terraform_declared import declared_resources
 from tests.conftest import ROOT
 
 ENVS = ROOT / "terraform" / "envs"

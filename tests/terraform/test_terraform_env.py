@@ -1,5 +1,5 @@
 """An env's Terraform side (pav.provisioning.terraform_env) and where its state lives
-(pav.provisioning.state): what the dry run previews, what a run with no state finds, and what teardown
+(pav.paths): what the dry run previews, what a run with no state finds, and what teardown
 leaves behind. Nothing here runs Terraform: without a state file there is nothing to ask it."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 from pav.envs import resolve_env
 from pav.errors import PavError
+from pav.paths import state_dir
 from pav.provisioning import sim
 from pav.provisioning.hosts import ProvisionedHost
-from pav.provisioning.state import state_dir
 from pav.provisioning.terraform_env import TerraformEnv
 
 

@@ -12,9 +12,8 @@ import yaml
 
 from pav.envs import EnvSpec
 from pav.errors import PavError
-from pav.paths import make_private
+from pav.paths import make_private, state_dir
 from pav.provisioning import nebius
-from pav.provisioning.state import state_dir
 from pav.terraform import Terraform
 
 

@@ -20,7 +20,7 @@ from pav import catalog, paths
 from pav.catalog import TestSpec
 from pav.errors import PavError
 from pav.k8s import job_api
-from pav.k8s.policy import check_manifest
+from pav.k8s_policy import check_manifest
 from pav.k8s_settings import TEMPLATES, K8sSettings
 
 PAYLOAD_CONFIGMAP = "pav-payload"

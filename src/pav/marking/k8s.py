@@ -6,7 +6,7 @@ and uncordoning it where the tool cordoned it.
 A node is the tool's only with both its taint and its run annotation: a node tainted or cordoned by anyone
 else is listed, never touched. Every change goes through kubectl (the strategic-merge and merge patches it
 sends), each step one call, so a failure names the step. A recheck narrows the run to the tool's nodes;
-each test's job runs only on the nodes that failed it (pav.k8s.stages pins it, tolerating the mark).
+each test's job runs only on the nodes that failed it (pav.stages.k8s pins it, tolerating the mark).
 """
 
 from __future__ import annotations

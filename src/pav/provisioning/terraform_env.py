@@ -10,10 +10,10 @@ from typing import Any
 from pav import interrupts
 from pav.envs import EnvSpec
 from pav.errors import PavError
+from pav.paths import state_dir
 from pav.provisioning import nebius, sim
 from pav.provisioning.hosts import ProvisionedHost, host_vars, parse_hosts
 from pav.provisioning.ssh import wait_and_pin
-from pav.provisioning.state import state_dir
 from pav.terraform import Terraform
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pav.catalog import PROBE
+from pav.catalog import is_probe
 from pav.thresholds.derive import PER_GPU
 
 # The grid's columns are the per-GPU metrics the gates judge, in their order.
@@ -305,7 +305,7 @@ def _probes(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for test in results.get("tests") or []:
         hosts = test.get("hosts") or []
-        if test.get("name") == PROBE and len(hosts) == 1 and test.get("status") != "skipped":
+        if is_probe(str(test.get("name"))) and len(hosts) == 1 and test.get("status") != "skipped":
             found.setdefault(str(hosts[0]), test)
     return found
 

@@ -1,4 +1,4 @@
-"""The files of a run dir scrubbed of secrets: what the driver's own end (pav.secrets.scrub) and the reaper
+"""The files of a run dir scrubbed of secrets: what the driver's own end (pav.stages.scrub) and the reaper
 of a driver that died (pav.reaper) share, so a killed run's files are held to the same rule as a finished
 one's.
 

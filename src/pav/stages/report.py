@@ -14,7 +14,7 @@ from pav.judging import FROM_FACTS_ANEW, Judge
 from pav.reporting import history, html, junit, metrics_export, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
-from pav.secrets import scrub
+from pav.stages import scrub
 
 
 def judge(ctx: RunContext) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pav.catalog import PROBE, spec_of
+from pav.catalog import is_probe, spec_of
 from pav.results import HostRecord, TestResult
 from pav.thresholds.burn_in import burn_in_checks
 from pav.thresholds.derive import (
@@ -60,13 +60,13 @@ def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profil
     hardware = derivation.hardware
     for test in tests:
         hw = hardware.get(test.hosts[0]) if len(test.hosts) == 1 else None
-        if test.name == PROBE and hw is not None:
+        if is_probe(test.name) and hw is not None:
             # The probe says which GPUs its host was given and keys its figures by them (given_gpus).
             hw = given_gpus(hw, test.metrics)
             _judge(test, probe_gates(hw), hw)
             continue
         found = _derived_for(test, hardware, derivation.per_host)
-        if found or test.name == PROBE:
+        if found or is_probe(test.name):
             _judge(test, found, hw)
 
 

@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from pav import paths
-from pav.catalog import CATALOG, PROBE
+from pav.catalog import CATALOG, probe
 from pav.errors import PavError
 from pav.thresholds.gate import lookup
 from pav.thresholds.hardware import Gpu, HostHardware
@@ -173,11 +173,11 @@ def _per_gpu(hw: HostHardware) -> list[Derived]:
             path = f"{metric}.{gpu.metric_key}"
             if spec is None:
                 fact = f"GPU model '{gpu.name}' has no entry in {SPECS}: add it, {PROFILE_FIX}"
-                out.append(Missing(PROBE, path, fact))
+                out.append(Missing(probe(), path, fact))
                 continue
             what = "TFLOP/s dense bf16" if metric == "gemm_bf16_tflops" else "GB/s HBM"
             source = f"{gpu.name}: {float(spec[key]):g} {what} ({SPECS})"
-            out.append(_gate(PROBE, path, float(spec[key]), metric, source, gpu.label()))
+            out.append(_gate(probe(), path, float(spec[key]), metric, source, gpu.label()))
         out += _host_copies(gpu)
     return out
 
@@ -189,10 +189,10 @@ def _host_copies(gpu: Gpu) -> list[Derived]:
         limit = pcie_gbps(gpu)
         if limit is None:
             fact = f"PCIe generation and width of {gpu.label()} ({NVML_FACTS})"
-            out.append(Missing(PROBE, path, fact))
+            out.append(Missing(probe(), path, fact))
             continue
         source = f"PCIe gen{gpu.pcie_gen} x{gpu.pcie_width}"
-        out.append(_gate(PROBE, path, limit, metric, source, gpu.label()))
+        out.append(_gate(probe(), path, limit, metric, source, gpu.label()))
     return out
 
 
@@ -206,9 +206,9 @@ def _pairs(hw: HostHardware) -> list[Derived]:
             part = f"GPU {src.index} -> GPU {dst.index}"
             found = pair_limit(hw, src, dst)
             if isinstance(found, str):
-                out.append(Missing(PROBE, path, found))
+                out.append(Missing(probe(), path, found))
             else:
-                out.append(_gate(PROBE, path, found[0], "p2p_gbps", found[1], part))
+                out.append(_gate(probe(), path, found[0], "p2p_gbps", found[1], part))
     return out
 
 

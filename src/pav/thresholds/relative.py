@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from pav.catalog import PROBE
+from pav.catalog import is_probe
 from pav.thresholds.derive import PER_GPU, DerivedGate, Fraction, fractions, pair_limit
 from pav.thresholds.hardware import HostHardware
 
@@ -17,7 +17,7 @@ ALONE = ("h2d_gbps", "d2h_gbps")  # its host copies of each GPU alone: the host'
 
 def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) -> list[DerivedGate]:
     """Each GPU against the best GPU of its host; each pair against the median pair of its link class."""
-    if test != PROBE:
+    if not is_probe(test):
         return []
     labels = {g.metric_key: g.label() for g in hw.gpus} if hw else {}
     relative = fractions()["relative"]

@@ -1,4 +1,4 @@
-"""The stages of a k8s run, functions of the run's context; pav.k8s.platform gives them to the pipeline."""
+"""The stages of a k8s run, functions of the run's context; pav.platform gives them to the pipeline."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pav.ansible_exec import run_playbook
 from pav.context import RunContext
 from pav.errors import PavError
 from pav.k8s import job_api, jobs, provision, render, taint
-from pav.k8s.fabric import fabric_env
 from pav.k8s.kubectl import Kubectl
-from pav.k8s.policy import check_manifest
+from pav.k8s_fabric import fabric_env
+from pav.k8s_policy import check_manifest
 from pav.ownership import clear_leftover
 from pav.stages import report
 

@@ -14,10 +14,10 @@ import traceback
 from pathlib import Path
 from types import FrameType
 
-from pav.provisioning.simhosts import faults, net
-from pav.provisioning.simhosts.errors import SimError, log
-from pav.provisioning.simhosts.net import Net
-from pav.provisioning.simhosts.state import (
+from pav.simhosts import faults, net
+from pav.simhosts.errors import SimError, log
+from pav.simhosts.net import Net
+from pav.simhosts.state import (
     HostRecord,
     State,
     drop_index_lock,
@@ -33,10 +33,10 @@ HOST_INIT = Path(__file__).with_name("host-init.sh")
 # which reads .pth files here; its cache of compiled module code (zipcache.py) goes where only root writes.
 SYSTEM_SITE = Path("/usr/lib/python3/dist-packages")
 ZIP_CACHE = Path("/var/cache/pav-sim-pyc")
-# The checkout this package is in (src/pav/provisioning/simhosts/): shown read-only in every host, .venv too.
+# The checkout this package is in (src/pav/simhosts/): shown read-only in every host, .venv too.
 # Installed from a wheel, the environment it is installed in: the driver's Python (sim-hosts runs with it)
 # runs the payload on the hosts.
-CHECKOUT = Path(__file__).resolve().parents[4]
+CHECKOUT = Path(__file__).resolve().parents[3]
 if not (CHECKOUT / "src" / "pav").is_dir():
     CHECKOUT = Path(sys.prefix)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,62}")

@@ -7,10 +7,10 @@ import os
 import sys
 import traceback
 
-from pav.provisioning.simhosts import net
-from pav.provisioning.simhosts.errors import SimError, log
-from pav.provisioning.simhosts.host import host_up, live_host_pid, need_pubkey, remove_host
-from pav.provisioning.simhosts.state import (
+from pav.simhosts import net
+from pav.simhosts.errors import SimError, log
+from pav.simhosts.host import host_up, live_host_pid, need_pubkey, remove_host
+from pav.simhosts.state import (
     MAX_INDEX,
     State,
     lock_index,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from pav.provisioning.simhosts.errors import SimError
+from pav.simhosts.errors import SimError
 
 FAIL_HOST = "PAV_SIM_FAIL_HOST"
 DEAF_HOST = "PAV_SIM_DEAF_HOST"

@@ -10,8 +10,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pav.provisioning.simhosts.errors import SimError, log
-from pav.provisioning.simhosts.net import Net
+from pav.simhosts.errors import SimError, log
+from pav.simhosts.net import Net
 
 MAX_INDEX = 244  # 10 + 244 = .254, the last usable address of the /24
 NUMBER_LIMIT = 100_000

@@ -16,7 +16,7 @@ Usage (every option also accepts --opt=value):
   sim-hosts list      --state-dir D
 
 Run as scripts/sim-hosts (what Terraform's local-exec in terraform/envs/sim
-calls) or python -m pav.provisioning.simhosts; root only. Errors are one line,
+calls) or python -m pav.simhosts; root only. Errors are one line,
 "sim-hosts: ..." on stderr, and exit 1; stdout holds only machine-readable
 lines (host-up's record path, list's hosts).
 

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pav.provisioning import simhosts
-from pav.provisioning.simhosts import cluster, host
-from pav.provisioning.simhosts.errors import PROG, SimError
+from pav import simhosts
+from pav.simhosts import cluster, host
+from pav.simhosts.errors import PROG, SimError
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""--platform k8s --dry-run: the plan and the manifests a run would submit (the run: pav.k8s.platform)."""
+"""--platform k8s --dry-run: the plan and the manifests a run would submit (the run: pav.platform)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import os
 from pav import plan, rundir
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
-from pav.k8s import job_api, provision, stages
+from pav.k8s import job_api, provision
 from pav.k8s.kubectl import Kubectl
-from pav.k8s.stages import manifests
 from pav.provisioning import nebius
+from pav.stages import k8s as stages
+from pav.stages.k8s import manifests
 from pav.thresholds.profiles import planned_profile
 
 

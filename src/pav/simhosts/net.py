@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pav.provisioning.simhosts.errors import SimError
+from pav.simhosts.errors import SimError
 
 # ip netns add/del race on the first creation of /run/netns across concurrent callers (Terraform starts
 # hosts in parallel, and test runs of different clusters share the machine), so they take a machine-wide lock.
