@@ -36,7 +36,9 @@ class RunContext:
     inventory_file: Path | None = None
     hosts: list[Host] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)  # one per test: what the report judges
-    runs: list[Launch] = field(default_factory=list)  # what validate's playbook runs (suites folded in)
+    # What validate's playbook runs: ctx.launches with a host's torch tests of one world shape folded into one
+    # suite (pav.suites); one launch each where nothing folds
+    playbook_launches: list[Launch] = field(default_factory=list)
     provisioned: dict[str, Any] = field(default_factory=dict)  # what teardown must destroy
     missing: dict[str, str] = field(default_factory=dict)  # host -> why it left the run (unreachable)
     judge: Judge | None = None  # the run's one judge (stages/report.py run_judge): profile resolved once

@@ -9,7 +9,7 @@ from pav import interrupts
 from pav.context import RunContext
 from pav.errors import Interrupted, PavError
 from pav.marking import flow as marking
-from pav.platform import Platform, StageFn, hosts, k8s
+from pav.platform import Platform, StageFn, hosts_platform, k8s_platform
 from pav.results import NOTHING_RUN, utc_now
 from pav.stages import report, scrub
 
@@ -20,8 +20,8 @@ RUN_STAGES = ("provision", "configure", "validate")
 def platform_for(ctx: RunContext) -> Platform:
     """The platform the run's settings name; k8s's stages load only for a k8s run."""
     if ctx.inputs.platform == "k8s":
-        return k8s()
-    return hosts()
+        return k8s_platform()
+    return hosts_platform()
 
 
 def execute(ctx: RunContext, platform: Platform) -> int:

@@ -97,7 +97,7 @@ def _terraform_plan(ctx: RunContext) -> list[str]:
     """The root, the variables and the resources a provisioning run would use: offline, nothing created."""
     assert ctx.env.terraform_dir is not None
     env = TerraformEnv.for_env(ctx.env, ctx.options.max_hours)
-    hosts = ctx.inputs.hosts
+    hosts = ctx.inputs.host_count
     lines = [f"  {hosts} host(s), created by Terraform root {ctx.env.terraform_dir}"]
     lines.append(f"  state dir: {env.state}")
     if ctx.env.terraform_values:

@@ -31,7 +31,7 @@ class Platform:
     dry_run: DryRun = field(kw_only=True)  # --dry-run: instead of the stages
 
 
-def hosts() -> Platform:
+def hosts_platform() -> Platform:
     from pav.ansible_exec import close_connections
     from pav.stages import cleanup, collect, configure, isolate, provision, teardown, validate
 
@@ -66,7 +66,7 @@ def print_plan(ctx: RunContext) -> int:
     return 0
 
 
-def k8s() -> Platform:
+def k8s_platform() -> Platform:
     """--platform k8s in the one pipeline: jobs on a Kubernetes cluster instead of Ansible over SSH."""
     from pav.stages import k8s as stages
     from pav.stages.k8s_dry_run import dry_run

@@ -36,7 +36,7 @@ class RunInputs:
     tests: tuple[TestSpec, ...]  # the selected tests in order; under --launcher slurm its checks first
     platform: str  # hosts or k8s
     launcher: str  # direct or slurm
-    hosts: int  # how many hosts an env that provisions creates (k8s: GPU nodes)
+    host_count: int  # how many hosts an env that provisions creates (k8s: GPU nodes)
     apply_tuning: bool  # False: the tuning roles run in check mode and change nothing
     timeouts: Timeouts
     profile: str  # the threshold profile as chosen: auto or a name (the run's Judge resolves auto, once)
@@ -87,7 +87,7 @@ def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
         tests=tests,
         platform=platform,
         launcher=launcher,
-        hosts=settings.hosts if options.hosts is None else options.hosts,
+        host_count=settings.hosts if options.hosts is None else options.hosts,
         apply_tuning=settings.apply_tuning if options.apply_tuning is None else options.apply_tuning,
         timeouts=_with_burn_in(_timeouts(options, settings), tests, burn_in_s),
         profile=settings.threshold_profile,

@@ -12,7 +12,7 @@ import pytest
 
 from pav import pipeline, platform
 from pav.context import Options, RunContext
-from pav.platform import k8s
+from pav.platform import k8s_platform
 from pav.results import HostRecord
 from pav.stages import collect, configure, isolate, provision, teardown, validate
 from pav.stages import k8s as k8s_stages
@@ -44,7 +44,7 @@ def static_env(tmp_path: Path, options: Options, **settings: object) -> RunConte
 
 
 def test_hosts_gives_the_pipeline_the_ansible_stages() -> None:
-    made = platform.hosts()
+    made = platform.hosts_platform()
     assert made.name == "hosts"
     assert dict(made.stages) == {
         "provision": provision.run, "configure": configure.run, "validate": validate.run,
@@ -55,7 +55,7 @@ def test_hosts_gives_the_pipeline_the_ansible_stages() -> None:
 
 
 def test_k8s_runs_jobs_and_has_no_isolate_stage() -> None:
-    made = k8s()
+    made = k8s_platform()
     assert made.name == "k8s"
     assert dict(made.stages) == {
         "provision": k8s_stages.provision_stage, "configure": k8s_stages.configure_stage,
@@ -79,7 +79,7 @@ def test_facts_are_read_from_the_run_dir_when_validate_runs_without_configure(tm
         ctx.results.hosts = {"h0": HostRecord("h0")}
         (tmp_path / "hosts" / "h0").mkdir(parents=True, exist_ok=True)
         (tmp_path / "hosts" / "h0" / "facts.json").write_text(json.dumps(facts))
-        platform.hosts().after["configure"](ctx)
+        platform.hosts_platform().after["configure"](ctx)
         assert ctx.results.hosts["h0"].facts == loaded, stages
 
 
@@ -87,7 +87,7 @@ def test_a_static_env_run_resolves_its_hosts_after_provision(tmp_path: Path) -> 
     """The hosts platform through the pipeline: provision of a static env stages its inventory, the hook
     after it resolves the hosts (ansible-inventory), the report writes its files."""
     ctx = static_env(tmp_path, Options(stages=("provision",), results_root=tmp_path / "runs"))
-    assert pipeline.execute(ctx, platform.hosts()) == 0
+    assert pipeline.execute(ctx, platform.hosts_platform()) == 0
     assert ctx.results.verdict == "NONE"  # the run did not validate
     assert ctx.host_names == ["node-1", "node-2"]
     assert {n: r.address for n, r in ctx.results.hosts.items()} == {
@@ -106,7 +106,7 @@ def test_a_static_env_run_resolves_its_hosts_after_provision(tmp_path: Path) -> 
 
 def test_a_kept_static_run_tears_nothing_down(tmp_path: Path) -> None:
     ctx = static_env(tmp_path, Options(stages=("teardown",), keep=True, results_root=tmp_path / "runs"))
-    assert pipeline.execute(ctx, platform.hosts()) == 0
+    assert pipeline.execute(ctx, platform.hosts_platform()) == 0
     [_, record] = ctx.results.stages
     assert (record.name, record.status) == ("teardown", "ok")
     assert record.detail.startswith("kept (--keep): nothing removed")

@@ -89,9 +89,9 @@ def test_the_platform_flag_beats_pav_platform(tmp_path: Path) -> None:
 
 
 def test_the_hosts_flag_beats_pav_hosts() -> None:
-    assert made("--env", "sim").inputs.hosts == 3  # the env's pav_hosts
+    assert made("--env", "sim").inputs.host_count == 3  # the env's pav_hosts
     ctx = made("--env", "sim", "--hosts", "5")
-    assert ctx.inputs.hosts == 5 and ctx.settings.hosts == 3
+    assert ctx.inputs.host_count == 5 and ctx.settings.hosts == 3
 
 
 def test_inputs_are_frozen() -> None:

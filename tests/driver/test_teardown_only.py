@@ -87,7 +87,7 @@ def test_a_teardown_only_pipeline_run_compares_nothing_and_prints_no_host_rows(t
         "started": "2000-01-01T00:00:00Z", "hosts": {"node-1": {"name": "node-1"}}}))  # fmt: skip
     # --keep: the teardown contacts no host here (its hosts are the inventory's, not this machine).
     ctx = static_env(tmp_path, Options(stages=("teardown",), keep=True, results_root=root))
-    assert pipeline.execute(ctx, platform.hosts()) == 0
+    assert pipeline.execute(ctx, platform.hosts_platform()) == 0
     assert [s.name for s in ctx.results.stages] == ["report", "teardown"]
     assert json.loads((ctx.run_dir / "results.json").read_text())["history"] == {}
     text = (ctx.run_dir / "summary.txt").read_text()

@@ -79,9 +79,9 @@ def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
     wanted = {"n1": ("torch_nccl_allreduce", "nccl_tests_all_reduce"), "n2": ("nccl_tests_all_reduce",)}
     ctx.inputs = flow.narrowed(ctx, k8s_marks.K8s(), Found(tests=wanted))
     assert [s.name for s in ctx.inputs.tests] == ["torch_nccl_allreduce", "nccl_tests_all_reduce"]
-    assert ctx.inputs.hosts == 2
+    assert ctx.inputs.host_count == 2
     jobs = render.plan_jobs(
-        ctx.inputs.tests, load_config(INVENTORY), {}, ctx.inputs.hosts, "r2", lambda _: 60
+        ctx.inputs.tests, load_config(INVENTORY), {}, ctx.inputs.host_count, "r2", lambda _: 60
     )
     pinned = {j.test: (j.workers, j.node_names) for j in pin(jobs, ctx.inputs.rechecked)}
     assert pinned == {"torch_nccl_allreduce": (1, ["n1"]), "nccl_tests_all_reduce": (2, ["n1", "n2"])}
@@ -153,7 +153,9 @@ def test_trainjobs_pinned_to_other_nodes_get_runtimes_of_their_own() -> None:
     wanted = {"n1": tests, "n2": tests[1:]}
     ctx.inputs = flow.narrowed(ctx, k8s_marks.K8s(), Found(tests=wanted))
     config, trainer = load_config(INVENTORY), job_api.TRAINER
-    jobs = render.plan_jobs(ctx.inputs.tests, config, {}, ctx.inputs.hosts, "r2", lambda _: 60, api=trainer)
+    jobs = render.plan_jobs(
+        ctx.inputs.tests, config, {}, ctx.inputs.host_count, "r2", lambda _: 60, api=trainer
+    )
     manifests = render.render(pin(jobs, ctx.inputs.rechecked), "pav")
     runtimes = {m.body["metadata"]["name"]: m.body for m in manifests if m.kind == "ClusterTrainingRuntime"}
     assert len(runtimes) == 2

@@ -26,7 +26,7 @@ def manifests(ctx: RunContext, api: str) -> tuple[list[render.Job], list[render.
         ctx.inputs.tests,
         config,
         env,
-        ctx.inputs.hosts,
+        ctx.inputs.host_count,
         ctx.results.run_id,
         ctx.inputs.timeouts.for_test,
         api=api,
@@ -51,7 +51,7 @@ def provision_stage(ctx: RunContext) -> str:
         path = provision.kubeconfig_path(ctx.env)
         return f"reused the cluster run {ctx.options.reuse} kept; kubeconfig {path}"
     first = clear_leftover(ctx, lambda: provision.destroy(ctx.env))
-    path = provision.apply(ctx.env, ctx.inputs.hosts, ctx.results.run_id, ctx.options.max_hours)
+    path = provision.apply(ctx.env, ctx.inputs.host_count, ctx.results.run_id, ctx.options.max_hours)
     ctx.results.state_dir = str(path.parent)
     return f"{first}cluster up; kubeconfig {path}"
 

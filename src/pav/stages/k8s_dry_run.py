@@ -27,13 +27,13 @@ def dry_run(ctx: RunContext) -> int:
     lines += [f"  [{'run ' if ctx.wants(s) or s == 'report' else 'skip'}] {s}" for s in shown]
     lines.append("cluster:")
     if ctx.env.provisions:
-        nodes = ctx.inputs.hosts
+        nodes = ctx.inputs.host_count
         lines.append(
             f"  Nebius Managed Kubernetes, {nodes} GPU node(s), Terraform root {ctx.env.terraform_dir}"
         )
         try:
             provision.check_kubectl_auth(os.environ)
-            preview = nebius.preview(ctx.env, ctx.inputs.hosts)
+            preview = nebius.preview(ctx.env, ctx.inputs.host_count)
             lines += ["  variables:", *(f"    {k} = {v}" for k, v in sorted(preview.items()))]
         except PavError as exc:
             lines.append(f"  variables: cannot be set yet: {exc}")

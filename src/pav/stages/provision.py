@@ -28,7 +28,7 @@ def run(ctx: RunContext) -> str:
     # Recorded before apply: a create that fails midway still leaves resources teardown must destroy.
     ctx.provisioned["terraform"] = str(env.state)
     first = clear_leftover(ctx, env.destroy)
-    created, silent = env.apply(ctx.inputs.hosts, ctx.settings.ssh_timeout_s, ctx.options.allow_missing)
+    created, silent = env.apply(ctx.inputs.host_count, ctx.settings.ssh_timeout_s, ctx.options.allow_missing)
     ctx.inventory_file = write_generated(env.inventory_hosts(created), ctx.env.inventory_dir, _inv_dir(ctx))
     # Out of the run from here: configure would only wait for them again, for its SSH timeout per host.
     for name in silent:

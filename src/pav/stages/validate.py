@@ -29,14 +29,14 @@ def plan(ctx: RunContext) -> None:
     views = host_views(ctx)
     specs, timeout_for = list(ctx.inputs.tests), ctx.inputs.timeouts.for_test
     if ctx.inputs.launcher == "slurm":
-        ctx.launches, ctx.runs, skipped = plan_slurm(
+        ctx.launches, ctx.playbook_launches, skipped = plan_slurm(
             specs, views, ctx.settings, ctx.results.run_id, ctx.run_dir, timeout_for
         )
     else:
         # A recheck (pav.marking): each test only on the hosts that failed it.
         planner = only_where(ctx.inputs.rechecked) if ctx.inputs.rechecked else plan_launches
         ctx.launches, skipped = planner(specs, views, ctx.settings, ctx.results.run_id, timeout_for)
-        ctx.runs = suites.fold(ctx.launches) if ctx.settings.fold_launches else ctx.launches
+        ctx.playbook_launches = suites.fold(ctx.launches) if ctx.settings.fold_launches else ctx.launches
     ctx.results.tests.extend(skipped)
     # Hosts the run went on without (--allow-missing): every test they would have taken part in is error.
     ctx.results.tests.extend(
@@ -77,10 +77,11 @@ def run(ctx: RunContext) -> str:
         return "nothing to launch: every planned test was skipped"
     with _job_scripts(ctx) as jobs:
         extravars = folded(ctx) | ({"slurm_jobs_installer": str(jobs)} if jobs else {})
-        launch_tests(ctx, ctx.runs, extravars=extravars)
+        launch_tests(ctx, ctx.playbook_launches, extravars=extravars)
     detail = f"{len(ctx.launches)} test(s) launched"
-    if len(ctx.runs) < len(ctx.launches):
-        detail += f" in {len(ctx.runs)} launches (a host's torch tests in suites: a process group per world)"
+    ran = len(ctx.playbook_launches)
+    if ran < len(ctx.launches):
+        detail += f" in {ran} launches (a host's torch tests in suites: a process group per world)"
     return detail
 
 
