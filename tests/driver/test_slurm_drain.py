@@ -19,7 +19,7 @@ from pav.context import Options, RunContext
 from pav.marking import decide, flow
 from pav.platform import Platform
 from pav.reporting import summary
-from pav.results import Action, TestResult
+from pav.results import TestResult
 from pav.stages import isolate, provision
 from tests.driver.contexts import context
 from tests.driver.test_metrics_flags import FAILING, PASSING, no_signal_left, platform, run_with
@@ -45,7 +45,7 @@ def run(tests: list[dict[str, Any]], verdict: str = "FAIL", suspects: tuple[str,
 
 def test_a_slow_gpu_drains_its_host_with_figure_and_gate() -> None:
     gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
-    [only] = decide.plan(run([gemm]))
+    [only] = decide.decide(run([gemm])).marks
     assert only.host == "b" and only.tests == ("gpu_gemm",)
     assert only.reason == "pav 20261126-1: GPU 3 gemm_bf16_tflops.3 277 TFLOP/s < 692.6 [gpu_gemm]"
     assert decide.is_ours(only.reason)
@@ -54,7 +54,7 @@ def test_a_slow_gpu_drains_its_host_with_figure_and_gate() -> None:
 def test_isolation_names_the_host_of_a_test_across_hosts() -> None:
     """A cross-host test that failed drains the host isolation named, never the others it ran on."""
     multi = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
-    planned = decide.plan(run([multi], suspects=("c",)))
+    planned = decide.decide(run([multi], suspects=("c",))).marks
     assert [d.host for d in planned] == ["c"]
     assert planned[0].reason.startswith("pav 20261126-1: host ")
     assert planned[0].reason.endswith(" [torch_gloo_collectives_multi]")
@@ -73,7 +73,7 @@ def test_a_failure_across_two_hosts_that_names_neither_drains_neither() -> None:
     multi = failing("torch_gloo_collectives_multi", ["a", "b"], [], reason="rank 1 exited 1")
     results = run([multi]) | {"isolation": {"suspects": [], "note": "torch_gloo_collectives_multi: 2 hosts "
                                             "are too few to tell apart by pairs"}}  # fmt: skip
-    assert decide.plan(results) == []
+    assert decide.decide(results).marks == []
     decided = decide.decide(results)
     assert decided.marks == [] and decided.unnamed is not None
     assert decided.unnamed.line("draining") == (
@@ -177,7 +177,7 @@ def test_a_failure_across_the_two_slurm_hosts_drains_neither_through_the_cli(
 def test_a_host_with_two_bad_parts_drains_once_naming_every_failed_test() -> None:
     gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.0", 100.0, 692.6, "GPU 0")])
     nccl = failing("torch_nccl_allreduce", ["b"], [], reason="timeout")
-    [only] = decide.plan(run([gemm, nccl]))
+    [only] = decide.decide(run([gemm, nccl])).marks
     assert only.tests == ("gpu_gemm", "torch_nccl_allreduce")
     assert "GPU 0" in only.reason and "+1 more" in only.reason
     assert only.reason.endswith("[gpu_gemm,torch_nccl_allreduce]")
@@ -186,13 +186,13 @@ def test_a_host_with_two_bad_parts_drains_once_naming_every_failed_test() -> Non
 def test_no_drain_unless_the_verdict_is_fail() -> None:
     """An ERROR run (interrupted, broken) names hosts for what happened to the run: nothing drains."""
     nccl = failing("torch_nccl_allreduce", ["b"], [], reason="the run was interrupted")
-    assert decide.plan(run([nccl], verdict="ERROR")) == []
-    assert decide.plan(run([], verdict="PASS")) == []
+    assert decide.decide(run([nccl], verdict="ERROR")).marks == []
+    assert decide.decide(run([], verdict="PASS")).marks == []
 
 
 def test_the_reason_is_short_plain_and_keeps_run_id_and_tests() -> None:
     long = failing("torch_nccl_allreduce", ["b"], [], reason="x" * 300 + ' "quoted" … ü')
-    [only] = decide.plan(run([long]))
+    [only] = decide.decide(run([long])).marks
     assert len(only.reason) <= decide.REASON_CHARS
     assert only.reason.startswith("pav 20261126-1: ") and only.reason.endswith(" [torch_nccl_allreduce]")
     assert only.reason.isascii() and '"' not in only.reason and "'" not in only.reason
@@ -263,16 +263,17 @@ def test_no_inventory_is_a_failed_drain_not_an_error(tmp_path: Path) -> None:
 def test_a_bug_in_a_marking_step_is_an_action_and_a_log_never_an_exception(tmp_path: Path) -> None:
     """Slurm's drain and recheck and Kubernetes' taint all run after the report through flow.guard: a bug
     there must not cost the teardown after it, and the run says what it left unchanged."""
-    actions: list[Action] = []
+    ctx = context(1)
+    ctx.run_dir = tmp_path
 
     def broken() -> None:
         raise KeyError("gone")
 
-    flow.guard(tmp_path, actions, "slurm drain", broken, "no node was drained by it")
-    assert [a.to_dict() for a in actions] == [
+    flow.guard(ctx, "slurm drain", broken, "no node was drained by it")
+    assert [a.to_dict() for a in ctx.results.actions] == [
         {"action": "slurm drain", "host": "", "reason": "", "tests": [], "ok": False,
          "detail": "internal error: KeyError('gone'); see driver-error.txt (no node was drained by it)"}
     ]  # fmt: skip
     assert "KeyError: 'gone'" in (tmp_path / "driver-error.txt").read_text()
-    flow.guard(tmp_path, actions, "slurm drain", lambda: None, "-")
-    assert len(actions) == 1
+    flow.guard(ctx, "slurm drain", lambda: None, "-")
+    assert len(ctx.results.actions) == 1

@@ -21,7 +21,7 @@ from pav.errors import PavError
 from pav.launches import HostView, only_where
 from pav.marking import decide, flow
 from pav.marking import slurm as slurm_marks
-from pav.marking.scheduler import Found
+from pav.marking.scheduler import Found, rechecking
 from pav.platform import Platform
 from pav.results import HostRecord, TestResult
 from pav.stages import provision
@@ -64,12 +64,12 @@ def test_only_the_tools_drained_nodes_of_the_inventory_are_rechecked() -> None:
         ("n2", "left alone: drained by someone else", (), None),
         ("n4", "left alone: drained by pav but not a host of the inventory", (), None),
     ]
-    assert found.reasons["gpu-3"].startswith("pav 20261126-1: ")
+    assert {a.host: a.reason for a in found.rechecking}["gpu-3"].startswith("pav 20261126-1: ")
 
 
 def test_a_reason_the_drain_wrote_reads_back_its_tests() -> None:
     gemm = {"name": "gpu_gemm", "hosts": ["b"], "status": "fail", "reason": "wrong bytes", "metrics": {}}
-    [planned] = decide.plan({"run_id": "r1", "verdict": "FAIL", "tests": [gemm], "isolation": {}})
+    [planned] = decide.decide({"run_id": "r1", "verdict": "FAIL", "tests": [gemm], "isolation": {}}).marks
     shown = f"NodeName=b State=IDLE+DRAIN Reason={planned.reason} [root@2026-11-26T19:00:01]"
     assert slurm_marks.drained(slurm_marks.parse_nodes(shown), {"b": "b"}).tests == {"b": ("gpu_gemm",)}
 
@@ -124,7 +124,8 @@ def test_a_node_drained_for_what_the_facts_showed_is_rechecked_by_reading_them_a
 
 def narrow(ctx: RunContext, tests: dict[str, tuple[str, ...]]) -> None:
     """What the recheck's select does with the drained nodes it found: the run's new inputs."""
-    ctx.inputs = flow.narrowed(ctx, slurm_marks.Slurm(), Found(tests=tests))
+    found = Found([rechecking(slurm_marks.RECHECK, h, "pav r1: host x", t) for h, t in tests.items()])
+    ctx.inputs = flow.narrowed(ctx, slurm_marks.Slurm(), found)
 
 
 def scontrol_showing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shown: str) -> None:

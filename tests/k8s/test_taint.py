@@ -23,7 +23,7 @@ from pav.k8s_config import load_config
 from pav.marking import decide, flow
 from pav.marking import k8s as k8s_marks
 from pav.marking.decide import Mark
-from pav.marking.scheduler import Found
+from pav.marking.scheduler import Found, rechecking
 from pav.reporting import summary
 from pav.results import TestResult
 from pav.stages.k8s import pin
@@ -63,12 +63,12 @@ def test_slurm_and_kubernetes_mark_the_same_parts() -> None:
     gemm = failing("gpu_gemm", ["b"], [gate("gemm_bf16_tflops.3", 277.0, 692.6, "GPU 3")])
     multi = failing("torch_gloo_collectives_multi", ["a", "b", "c"], [], reason="wrong bytes on c")
     results = results_of([gemm, multi], suspects=("c",))
-    planned = decide.plan(results)
+    planned = decide.decide(results).marks
     assert [(m.host, m.tests) for m in planned] == [
         ("b", ("gpu_gemm",)),
         ("c", ("torch_gloo_collectives_multi",)),
     ]
-    assert decide.plan(results_of([gemm], verdict="ERROR")) == []
+    assert decide.decide(results_of([gemm], verdict="ERROR")).marks == []
     assert k8s_marks.value(("gpu_gemm", "x")) == "gpu_gemm"
 
 
@@ -77,7 +77,11 @@ def test_a_recheck_runs_each_test_on_the_nodes_that_failed_it_alone() -> None:
     taint and the cordon; a run that finds none of its nodes skips validate and collect."""
     ctx = context(0, options=Options(recheck=True), platform="k8s", tests=["torch_nccl_allreduce"])
     wanted = {"n1": ("torch_nccl_allreduce", "nccl_tests_all_reduce"), "n2": ("nccl_tests_all_reduce",)}
-    ctx.inputs = flow.narrowed(ctx, k8s_marks.K8s(), Found(tests=wanted))
+    ctx.inputs = flow.narrowed(
+        ctx,
+        k8s_marks.K8s(),
+        Found([rechecking(k8s_marks.RECHECK, n, "pav r1: host x", t) for n, t in wanted.items()]),
+    )
     assert [s.name for s in ctx.inputs.tests] == ["torch_nccl_allreduce", "nccl_tests_all_reduce"]
     assert ctx.inputs.host_count == 2
     jobs = render.plan_jobs(
@@ -142,7 +146,7 @@ def test_nodes_of_a_failure_across_nodes_that_names_none_are_not_tainted(
     )
     assert capsys.readouterr().out.splitlines() == [line]
     assert line in summary.render(ctx.results).splitlines()
-    assert decide.plan(ctx.results.to_dict()) == []
+    assert decide.decide(ctx.results.to_dict()).marks == []
 
 
 def test_trainjobs_pinned_to_other_nodes_get_runtimes_of_their_own() -> None:
@@ -151,7 +155,11 @@ def test_trainjobs_pinned_to_other_nodes_get_runtimes_of_their_own() -> None:
     tests = ("torch_nccl_allreduce", "torch_nccl_collectives")
     ctx = context(0, options=Options(recheck=True), platform="k8s", tests=list(tests))
     wanted = {"n1": tests, "n2": tests[1:]}
-    ctx.inputs = flow.narrowed(ctx, k8s_marks.K8s(), Found(tests=wanted))
+    ctx.inputs = flow.narrowed(
+        ctx,
+        k8s_marks.K8s(),
+        Found([rechecking(k8s_marks.RECHECK, n, "pav r1: host x", t) for n, t in wanted.items()]),
+    )
     config, trainer = load_config(INVENTORY), job_api.TRAINER
     jobs = render.plan_jobs(
         ctx.inputs.tests, config, {}, ctx.inputs.host_count, "r2", lambda _: 60, api=trainer
@@ -189,7 +197,8 @@ def test_a_node_is_cordoned_tainted_annotated_then_returned(api: ApiServer) -> N
         f"{NODE_PATCH}gpu-node-1?fieldManager=kubectl-taint&fieldValidation=Strict",  # spec.taints
     ]
     found = k8s_marks.find(kube.json("get", "nodes"))
-    assert found.tests == {"gpu-node-1": ("gpu_gemm",)} and found.cordoned == {"gpu-node-1": True}
+    assert found.tests == {"gpu-node-1": ("gpu_gemm",)}
+    assert [a.cordoned_by_pav for a in found.rechecking] == [True]
     assert (
         k8s_marks.unmark_node(kube, "gpu-node-1", cordoned_by_us=True) == f"untainted {taint.KEY}, uncordoned"
     )
@@ -217,7 +226,8 @@ def test_nodes_others_marked_are_listed_and_a_node_cordoned_first_stays_cordoned
     # Cordoned by an operator before the tool tainted it: a recheck untaints it, the cordon stays theirs.
     assert k8s_marks.mark_node(kube, Mark("gpu-node-2", "pav r1: host x [t]", ("t",)), "r1").ok
     found = k8s_marks.find(kube.json("get", "nodes"))
-    assert found.tests == {"gpu-node-2": ("t",)} and found.cordoned == {"gpu-node-2": False}
+    assert found.tests == {"gpu-node-2": ("t",)}
+    assert [a.cordoned_by_pav for a in found.rechecking] == [False]
     assert "left cordoned" in k8s_marks.unmark_node(kube, "gpu-node-2", cordoned_by_us=False)
     assert node(api, "gpu-node-2")["spec"]["unschedulable"] is True
 

@@ -90,11 +90,6 @@ def decide(results: dict[str, Any]) -> Decision:
     return Decision(out, _unnamed(results, unnamed, set(by_host)))
 
 
-def plan(results: dict[str, Any]) -> list[Mark]:
-    """The marks of decide(): what Slurm drains and Kubernetes taints."""
-    return decide(results).marks
-
-
 def _unnamed(results: dict[str, Any], parts: list[bad_parts.BadPart], marked: set[str]) -> Unnamed | None:
     hosts = tuple(dict.fromkeys(h for p in parts for h in p.hosts if h not in marked))
     if not hosts:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 from pav import run_inputs
 from pav.context import RunContext
@@ -42,15 +41,8 @@ def select(ctx: RunContext) -> None:
     found = sched.find(ctx)
     if found is None:
         return
-    ctx.results.actions += found.listed
-    for host, tests in found.tests.items():
-        detail = f"rechecking {', '.join(tests)}"
-        cordoned = found.cordoned.get(host)
-        entry = Action(
-            sched.recheck_action, host, found.reasons[host], tests, None, detail, cordoned_by_pav=cordoned
-        )
-        ctx.results.actions.append(entry)
-    if not found.tests:
+    ctx.results.actions += found.listed + found.rechecking
+    if not found.rechecking:
         sched.stop(ctx)
         raise PavError(decide.nothing_to_recheck(sched.mark_text, found.looked, sched.flag))
     ctx.inputs = narrowed(ctx, sched, found)
@@ -68,11 +60,11 @@ def after_report(ctx: RunContext) -> None:
     step = ctx.options.after_report
     if step == "recheck":
         sched = scheduler_for(ctx)
-        guarded(ctx, sched.recheck_action, lambda: _return_passed(ctx, sched), sched.left_returning)
+        guard(ctx, sched.recheck_action, lambda: _return_passed(ctx, sched), sched.left_returning)
     elif step is not None:
         sched = scheduler_for(ctx)
         if step == sched.flag:
-            guarded(ctx, sched.action, lambda: _mark(ctx, sched), sched.left_marking)
+            guard(ctx, sched.action, lambda: _mark(ctx, sched), sched.left_marking)
 
 
 def _mark(ctx: RunContext, sched: Scheduler) -> None:
@@ -98,17 +90,13 @@ def _return_passed(ctx: RunContext, sched: Scheduler) -> None:
         sched.unmark(ctx, passed)
 
 
-def guarded(ctx: RunContext, action: str, step: Callable[[], None], left: str) -> None:
+def guard(ctx: RunContext, action: str, step: Callable[[], None], left: str) -> None:
     """Run a marking step after the report; a bug in it is an `actions` entry and driver-error.txt, never an
     exception (it must not cost the teardown after it). left: what the failed step did not change."""
-    guard(ctx.run_dir, ctx.results.actions, action, step, left)
-
-
-def guard(run_dir: Path, actions: list[Action], action: str, step: Callable[[], None], left: str) -> None:
     try:
         step()
     except Exception as exc:
-        with (run_dir / "driver-error.txt").open("a") as out:
+        with (ctx.run_dir / "driver-error.txt").open("a") as out:
             out.write(f"{action}:\n" + traceback.format_exc() + "\n")
         note = f"internal error: {exc!r}; see driver-error.txt ({left})"
-        actions.append(Action(action, "", ok=False, detail=note))
+        ctx.results.actions.append(Action(action, "", ok=False, detail=note))

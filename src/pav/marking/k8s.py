@@ -22,7 +22,7 @@ from pav.k8s.kubectl import Kubectl
 from pav.k8s.taint import ANNOTATIONS, CORDONED, KEY, REASON, RUN, TESTS, TOLERATED
 from pav.marking import decide
 from pav.marking.decide import Mark
-from pav.marking.scheduler import Found
+from pav.marking.scheduler import Found, rechecking
 from pav.options import Options
 from pav.results import Action
 
@@ -62,9 +62,10 @@ class K8s:
         return [mark_node(kube, m, ctx.results.run_id) for m in marks]
 
     def unmark(self, ctx: RunContext, passed: list[tuple[Action, str]]) -> None:
+        kube = kubectl(ctx)
         for act, why in passed:
             try:
-                done = unmark_node(kubectl(ctx), act.host, bool(act.cordoned_by_pav))
+                done = unmark_node(kube, act.host, bool(act.cordoned_by_pav))
                 act.ok, act.detail = True, f"returned: {why}; {done}"
             except PavError as exc:
                 act.ok, act.detail = False, f"{why}, but returning it failed: {exc}; {FIX}"
@@ -119,8 +120,7 @@ def find(nodes: dict[str, Any]) -> Found:
         ours = [t for t in taints if t.get("key") == KEY]
         if ours and RUN in ann and decide.is_ours(ann.get(REASON, decide.PREFIX)):
             tests = tuple(t for t in ann.get(TESTS, "").split(",") if t) or (str(ours[0].get("value")),)
-            out.tests[name], out.reasons[name] = tests, ann.get(REASON, "")
-            out.cordoned[name] = CORDONED in ann
+            out.rechecking.append(rechecking(RECHECK, name, ann.get(REASON, ""), tests, CORDONED in ann))
             out.looked.append(name)
             continue
         how = [f"tainted {t['key']}={t.get('value', '')}:{t['effect']}" for t in taints

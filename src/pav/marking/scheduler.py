@@ -13,13 +13,25 @@ from pav.results import Action
 
 @dataclass
 class Found:
-    """What a recheck finds on the scheduler's nodes."""
+    """What a recheck finds on the scheduler's nodes: each as the `actions` entry the run records."""
 
-    tests: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the tool's marked hosts -> their tests
-    reasons: dict[str, str] = field(default_factory=dict)  # host -> the tool's mark reason
-    cordoned: dict[str, bool] = field(default_factory=dict)  # k8s: host -> whether the tool cordoned it
+    rechecking: list[Action] = field(default_factory=list)  # the tool's marked nodes, each with its tests
     listed: list[Action] = field(default_factory=list)  # nodes marked by someone else: left alone, listed
     looked: list[str] = field(default_factory=list)  # every node looked at, as a refused recheck names it
+
+    @property
+    def tests(self) -> dict[str, tuple[str, ...]]:
+        """The tool's marked hosts -> the tests their marks name."""
+        return {a.host: a.tests for a in self.rechecking}
+
+
+def rechecking(
+    action: str, host: str, reason: str, tests: tuple[str, ...], cordoned: bool | None = None
+) -> Action:
+    """A node a recheck re-tests, before it ran: its mark's reason and tests, no change made yet."""
+    return Action(
+        action, host, reason, tests, None, f"rechecking {', '.join(tests)}", cordoned_by_pav=cordoned
+    )
 
 
 class Scheduler(Protocol):

@@ -16,7 +16,7 @@ from pav.context import RunContext
 from pav.errors import PavError
 from pav.marking import decide
 from pav.marking.decide import Mark, is_ours
-from pav.marking.scheduler import Found
+from pav.marking.scheduler import Found, rechecking
 from pav.options import Options
 from pav.results import Action
 from pav.stages.playbook import play
@@ -140,7 +140,7 @@ def drained(nodes: list[Node], host_of: dict[str, str]) -> Found:
                 _left(node.name, f"drained by pav but not a host of the inventory ({node.reason})")
             )
         else:
-            out.tests[host], out.reasons[host] = tests_of(node.reason), node.reason
+            out.rechecking.append(rechecking(RECHECK, host, node.reason, tests_of(node.reason)))
     out.listed = others + outside
     return out
 

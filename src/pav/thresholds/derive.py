@@ -165,6 +165,7 @@ def derive_fabric(hosts: list[HostHardware], test: str) -> Derived:
 
 
 def _per_gpu(hw: HostHardware) -> list[Derived]:
+    test = probe()  # the per-GPU probe: whose figures these gates judge
     specs = hardware_data()["gpus"]
     out: list[Derived] = []
     for gpu in hw.gpus:
@@ -173,30 +174,32 @@ def _per_gpu(hw: HostHardware) -> list[Derived]:
             path = f"{metric}.{gpu.metric_key}"
             if spec is None:
                 fact = f"GPU model '{gpu.name}' has no entry in {SPECS}: add it, {PROFILE_FIX}"
-                out.append(Missing(probe(), path, fact))
+                out.append(Missing(test, path, fact))
                 continue
             what = "TFLOP/s dense bf16" if metric == "gemm_bf16_tflops" else "GB/s HBM"
             source = f"{gpu.name}: {float(spec[key]):g} {what} ({SPECS})"
-            out.append(_gate(probe(), path, float(spec[key]), metric, source, gpu.label()))
+            out.append(_gate(test, path, float(spec[key]), metric, source, gpu.label()))
         out += _host_copies(gpu)
     return out
 
 
 def _host_copies(gpu: Gpu) -> list[Derived]:
+    test = probe()  # the per-GPU probe: whose figures these gates judge
     out: list[Derived] = []
     for metric in ("h2d_gbps", "d2h_gbps"):
         path = f"{metric}.{gpu.metric_key}"
         limit = pcie_gbps(gpu)
         if limit is None:
             fact = f"PCIe generation and width of {gpu.label()} ({NVML_FACTS})"
-            out.append(Missing(probe(), path, fact))
+            out.append(Missing(test, path, fact))
             continue
         source = f"PCIe gen{gpu.pcie_gen} x{gpu.pcie_width}"
-        out.append(_gate(probe(), path, limit, metric, source, gpu.label()))
+        out.append(_gate(test, path, limit, metric, source, gpu.label()))
     return out
 
 
 def _pairs(hw: HostHardware) -> list[Derived]:
+    test = probe()  # the per-GPU probe: whose figures these gates judge
     out: list[Derived] = []
     for src in hw.gpus:
         for dst in hw.gpus:
@@ -206,9 +209,9 @@ def _pairs(hw: HostHardware) -> list[Derived]:
             part = f"GPU {src.index} -> GPU {dst.index}"
             found = pair_limit(hw, src, dst)
             if isinstance(found, str):
-                out.append(Missing(probe(), path, found))
+                out.append(Missing(test, path, found))
             else:
-                out.append(_gate(probe(), path, found[0], "p2p_gbps", found[1], part))
+                out.append(_gate(test, path, found[0], "p2p_gbps", found[1], part))
     return out
 
 
