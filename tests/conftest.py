@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -36,6 +37,23 @@ HEAVY_FIXTURES = {
 # Session fixtures that bring up a cluster or run the pipeline once for many tests: under pytest-xdist
 # (scripts/test runs workers in parallel) every test that uses one goes to one worker, so it is made once.
 SHARED_FIXTURES = ("slurm_cluster", "configured", "local_run")
+
+
+# Every Python the suite starts keeps what it compiles from zips (tests/pyhook/sitecustomize.py): Ansible's
+# module runs on this machine then compile their sources once per test run, not once per task (issue 49). The
+# first pytest process makes the folder (0700: only code this user wrote is read back); its xdist workers and
+# every process they start inherit it.
+PYHOOK = ROOT / "tests" / "pyhook"
+_OWN_ZIPCACHE: list[str] = []
+if "PAV_TEST_ZIPCACHE" not in os.environ:
+    _OWN_ZIPCACHE.append(tempfile.mkdtemp(prefix="pav-test-pyc-"))
+    os.environ["PAV_TEST_ZIPCACHE"] = _OWN_ZIPCACHE[0]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(PYHOOK), os.environ.get("PYTHONPATH"))))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _OWN_ZIPCACHE:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # tryfirst: xdist's own hook turns the group marks into worker assignments, so they must be there before.
