@@ -3,7 +3,8 @@ PYTHONPATH): Ansible's module runs on this machine (the local connection: --env 
 compile the same module sources on every run, as the sim hosts' did before their cache (pav.simhosts.zipcache,
 issue 49). Same cache, loaded by path (the interpreters Ansible picks here may not have the project installed)
 and only when a process first compiles from a zip: most Python starts never do, and pay nothing for it.
-A Python this cannot set up compiles as it would without it."""
+A Python this cannot set up compiles as it would without it. It takes the place of the system's own
+sitecustomize (Debian's installs apport's crash hook), which nothing in the suite needs."""
 
 from __future__ import annotations
 
