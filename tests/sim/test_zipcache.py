@@ -3,7 +3,6 @@ after, and kept only in a folder no one else may write."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -90,8 +89,7 @@ def test_uninstall_gives_zipimport_its_own_compile_back(tmp_path: Path) -> None:
 def test_the_suites_own_pythons_keep_what_they_compile_from_zips(archive: Path) -> None:
     """tests/pyhook: a Python this suite starts (as Ansible's local module runs are) fills the same cache."""
     folder = Path(os.environ["PAV_TEST_ZIPCACHE"])
-    tag = sys.implementation.cache_tag.encode()
-    key = hashlib.sha256(tag + b"\0" + SOURCE.encode()).hexdigest()
+    key = zipcache.entry_name(SOURCE.encode())
     (folder / key).unlink(missing_ok=True)
     code = f"import sys; sys.path.insert(0, {str(archive)!r}); import answer; print(answer.ANSWER)"
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

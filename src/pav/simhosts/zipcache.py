@@ -26,7 +26,6 @@ Compile = Callable[[str, bytes], CodeType]
 def install(folder: str) -> Compile:
     """Compile through the cache in `folder` from now on; returns zipimport's own compile (uninstall)."""
     own: Compile = zipimport._compile_source  # type: ignore[attr-defined]
-    tag = sys.implementation.cache_tag.encode()
     safe: list[bool] = []
 
     def compile_source(pathname: str, source: bytes) -> CodeType:
@@ -34,9 +33,7 @@ def install(folder: str) -> Compile:
             safe.append(_private(folder))
         if not safe[0]:
             return own(pathname, source)
-        import hashlib  # here: most Python starts on a host compile nothing from a zip
-
-        path = os.path.join(folder, hashlib.sha256(tag + b"\0" + source).hexdigest())
+        path = os.path.join(folder, entry_name(source))
         try:
             with open(path, "rb") as f:
                 return marshal.load(f)  # type: ignore[no-any-return]
@@ -48,6 +45,13 @@ def install(folder: str) -> Compile:
 
     zipimport._compile_source = compile_source  # type: ignore[attr-defined]
     return own
+
+
+def entry_name(source: bytes) -> str:
+    """A source's file in the cache: its hash and this Python's bytecode tag (one folder serves several)."""
+    import hashlib  # here: most Python starts on a host compile nothing from a zip
+
+    return hashlib.sha256(sys.implementation.cache_tag.encode() + b"\0" + source).hexdigest()
 
 
 def uninstall(own: Compile) -> None:
