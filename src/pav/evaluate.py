@@ -239,7 +239,7 @@ def _train_summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     if loss_first and loss_last is not None:
         out["loss_ratio"] = loss_last / loss_first
     out["replicas_equal"] = int(all(m.get("param_checksum_spread") == 0 for m in metrics))
-    for key in ("samples_per_s", "tokens_per_s"):
+    for key in ("samples_per_s", "tokens_per_s", "samples_per_s_steady", "tokens_per_s_steady"):
         values = [m[key] for m in metrics if m.get(key) is not None]
         if values:
             out[f"{key}_per_rank_min"] = min(values)
