@@ -46,6 +46,9 @@ class Settings:
     # component -> the version every node must have (driver, cuda_driver, vbios, kernel, torch, nccl, hca_fw);
     # unpinned, the nodes of a run must agree (thresholds/versions.py).
     expected_versions: dict[str, str] = field(default_factory=dict)
+    # What the hardware should be (pcie_gen, pcie_width, nvlinks_per_gpu, rdma_ports, rdma_gbit): the derived
+    # gates' bars come from it, and gpu_health names a part reported below it (thresholds/declared.py).
+    declared_hardware: dict[str, int] = field(default_factory=dict)
     platform: str = "hosts"  # hosts: Ansible over SSH; k8s: PyTorchJob/MPIJob (docs/kubernetes.md)
     launcher: str = "direct"  # direct: torchrun/mpirun over SSH; slurm: sbatch/srun (docs/slurm.md)
     shared_dir: str = ""  # a folder every host mounts (NFS, Lustre); Slurm jobs spanning hosts use it
@@ -133,7 +136,7 @@ def _same_kind(value: Any, default: Any) -> bool:
 
 # What a mapping setting maps.
 MAPPINGS = {"test_timeouts_s": "test name to seconds", "gpu_state": "setting to value",
-            "expected_versions": "component to version"}  # fmt: skip
+            "expected_versions": "component to version", "declared_hardware": "part to figure"}  # fmt: skip
 
 
 def _kind(name: str, default: Any) -> str:

@@ -14,6 +14,7 @@ from pav.nccl_tests.parse import op_from_name, parse_text
 from pav.results import TestResult
 from pav.thresholds.burn_series import summarize_burn, summarize_sdc
 from pav.thresholds.gate import Gate
+from pav.workload import of_nccl_log, of_ranks
 
 TIMEOUT_RCS = {124, 137}
 # What a payload test with no gate in the profile fails with: the one reason evaluate gives at the gate step
@@ -74,6 +75,8 @@ def evaluate_group(
         binary = next((a for a in argv if a.endswith("_perf")), argv[0])
         return _judge_nccl_tests(result, rcs, dirs, nccl_gates or {}, binary)
     ranks = [rank for d in dirs.values() for rank in _read_ranks(d)]
+    workload = of_ranks(ranks)
+    result.workload = workload.to_dict() if workload else {}
     expected = sum(launch.ranks_by_host.get(h, 0) for h in launch_hosts)
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
     log = _log(next(iter(dirs.values())))
@@ -143,7 +146,10 @@ def _judge_nccl_tests(
     """nccl-tests' own output is the result: parsed and graded like check-nccl grades a log."""
     host, test_dir = next(iter(dirs.items()))
     log_path = test_dir / "launcher.log"
-    log = parse_text(log_path.read_text(errors="replace"), str(log_path)) if log_path.is_file() else None
+    text = log_path.read_text(errors="replace") if log_path.is_file() else ""
+    log = parse_text(text, str(log_path)) if log_path.is_file() else None
+    workload = of_nccl_log(text)
+    result.workload = workload.to_dict() if workload else {}
     if log is None:
         result.reason = f"no nccl-tests output came back from {host}"
         return result

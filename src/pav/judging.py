@@ -72,8 +72,9 @@ class Judge:
         """resolved: the profile `chosen` already resolved to (a recorded run's), else resolved here."""
         facts = [h.facts for h in hosts.values()]
         name = resolved or (auto_profile(facts, platform) if chosen == "auto" else chosen)
-        derived = derive_hosts(dict(hosts))
-        return cls(chosen, read_profile(name), dict(hosts), derived, policy or NodePolicy())
+        policy = policy or NodePolicy()
+        derived = derive_hosts(dict(hosts), policy.declared)
+        return cls(chosen, read_profile(name), dict(hosts), derived, policy)
 
     def gates(self, test: str, gates_of: str = "") -> tuple[list[Gate], list[Gate]]:
         """The profile's gates of a test: on what it measures, and on what needs other tests (scaling)."""
@@ -172,6 +173,7 @@ class Judge:
         metrics = {k: v for k, v in rec.metrics.items() if k not in DERIVED}
         result = TestResult(rec.name, list(rec.hosts), "pass", "", metrics, artifacts=list(rec.artifacts))
         result.slurm = dict(rec.slurm)
+        result.workload = dict(rec.workload)
         if "nccl_tests" in rec.threshold:
             scope = spec.scope if spec else ("cluster" if len(rec.hosts) > 1 else "host")
             gates = self.profile.nccl_gates(scope)

@@ -9,7 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-SCHEMA_VERSION = "1.3"
+from pav import __version__
+
+SCHEMA_VERSION = "1.4"
 
 TestStatus = Literal["pass", "fail", "skipped", "error", "interrupted"]  # interrupted: a signal cut it short
 StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
@@ -57,6 +59,9 @@ class TestResult:
     threshold: dict[str, Any] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
     slurm: dict[str, Any] = field(default_factory=dict)  # --launcher slurm: the job (docs/results.md)
+    workload: dict[str, Any] = field(
+        default_factory=dict
+    )  # what it measured with (pav.workload): fingerprint
 
 
 @dataclass
@@ -114,6 +119,7 @@ class RunResults:
         default_factory=dict
     )  # pav_gpu_state, pav_expected_versions as judged
     schema_version: str = SCHEMA_VERSION
+    tool_version: str = field(default_factory=lambda: __version__)  # the release that ran and judged it
 
     def stage(self, name: str) -> StageRecord:
         for record in self.stages:

@@ -93,7 +93,9 @@ def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
         profile=settings.threshold_profile,
         isolate=settings.isolate,
         burn_in_s=burn_in_s,
-        node_policy=node_policy(settings.gpu_state, settings.expected_versions, where),
+        node_policy=node_policy(
+            settings.gpu_state, settings.expected_versions, where, settings.declared_hardware
+        ),
     )
 
 

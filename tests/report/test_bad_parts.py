@@ -51,7 +51,7 @@ def test_the_summary_leads_with_the_hogged_gpu_of_the_2_gpu_run() -> None:
     assert text.splitlines()[0].startswith("verdict FAIL  run 20261126T173235.665Z-local")
     block = first_block(text)
     assert block[0].startswith("bad parts")
-    assert block[1].startswith(f"  localhost {X2B_GPU1}: gemm_bf16_tflops.1 277 TFLOP/s, gate >= 692.6 ")
+    assert block[1].startswith(f"  localhost {X2B_GPU1}: gemm_bf16_tflops.1 277 TFLOP/s, gate >= 763.6 ")
     assert "another process on it" in block[1]
     # Each part once, however many gates (absolute and relative) and tests failed on it.
     body = "\n".join(block)
@@ -62,14 +62,14 @@ def test_the_summary_leads_with_the_hogged_gpu_of_the_2_gpu_run() -> None:
         "localhost",
     ]
     host = block[3]
-    assert "160.3 GB/s, gate >= 315" in host and "[torch_nccl_allreduce, nccl_tests_all_reduce]" in host
+    assert "160.3 GB/s, gate >= 327.9" in host and "[torch_nccl_allreduce, nccl_tests_all_reduce]" in host
     # The full reasons stay below, and the verdict closes the file as before.
     assert text.index("\ntest ") > text.index(block[-1]) and text.rstrip().endswith("VERDICT: FAIL")
 
 
 def test_the_summary_leads_with_gpu_0_of_the_4_gpu_hog_run() -> None:
     block = first_block(summary.render(judged_run("h100x4-gpu-busy")))
-    assert block[1].startswith(f"  localhost {X4_GPU0}: gemm_bf16_tflops.0 277.1 TFLOP/s, gate >= 692.6 ")
+    assert block[1].startswith(f"  localhost {X4_GPU0}: gemm_bf16_tflops.0 277.1 TFLOP/s, gate >= 763.6 ")
     assert "\n".join(block).count("277.1") == 1 and len(block) == 3
 
 
@@ -140,7 +140,9 @@ def test_the_report_leads_with_bad_parts_then_the_gpu_grid(tmp_path: Path) -> No
     rows = parsed.rows("bad-parts")
     assert rows[0] == ["host", "part", "worst figure", "gate", "tests", "likely cause"]
     assert rows[1][:3] == ["localhost", X2B_GPU1, "gemm_bf16_tflops.1 277 TFLOP/s"]
-    assert rows[1][3].startswith(">= 692.6 = 0.7 x 989.4 (NVIDIA H100 80GB HBM3: 989.4 TFLOP/s dense bf16")
+    assert rows[1][3].startswith(
+        ">= 763.6 = 0.96 x 795.4 (NVIDIA H100 80GB HBM3 reference 795.4 for this workload"
+    )
     assert [r[1] for r in rows[1:]] == [X2B_GPU1, "GPU 0 -> GPU 1", "the host"]
     assert sum(r[2].count("277") for r in rows) == 1
 

@@ -62,13 +62,23 @@ CALIBRATION = (
     Run("h100x1-healthy", "PASS"),
     Run("h100x4-healthy", "PASS"),
     Run("h100x4-inventory", "PASS"),  # the same machine as an own inventory: no profile setting
-    Run("h100x4-gpu-busy", "FAIL", f"{X4_GPU0}: gemm_bf16_tflops.0 ", ("gpu_probe", *NCCL_X4)),
+    Run(
+        "h100x4-gpu-busy",
+        "FAIL",
+        f"{X4_GPU0}: gemm_bf16_tflops.0 ",
+        ("gpu_probe", *NCCL_X4, "train_gpu_single"),
+    ),
     # gpu_probe there: one GPU's host copy read 28 GB/s alone in this run's single round (the probe now
     # keeps the best of 3 rounds); the part the case degrades is the host's collectives.
     Run("h100x4-p2p-off", "FAIL", X4_BUS, ("gpu_probe", *NCCL_X4), part="torch_nccl_allreduce"),
     Run("h100x4-few-channels", "FAIL", X4_BUS, NCCL_X4),
     Run("h100x2-healthy", "PASS"),
-    Run("h100x2-gpu-busy", "FAIL", f"{X2_GPU0}: gemm_bf16_tflops.0 ", ("gpu_probe", *NCCL_X4)),
+    Run(
+        "h100x2-gpu-busy",
+        "FAIL",
+        f"{X2_GPU0}: gemm_bf16_tflops.0 ",
+        ("gpu_probe", *NCCL_X4, "train_gpu_single"),
+    ),
     # Another 2x H100 machine (session 18): healthy, as an own inventory, and GEMMs on its last GPU.
     Run("h100x2b-healthy", "PASS"),
     Run("h100x2b-inventory", "PASS"),
@@ -131,7 +141,18 @@ CALIBRATION += (
         "h200x4b-gpu-busy-default",
         "FAIL",
         f"{X4B_GPU0}: gemm_bf16_tflops.0 ",
-        ("gpu_probe", "torch_nccl_allreduce", "torch_nccl_collectives", *NCCL_DEFAULT),
+        # The busy GPU 0 runs the 1-GPU training too, and the DDP ranks wait for it: every training figure
+        # falls under its reference (issue 61).
+        (
+            "gpu_probe",
+            "torch_nccl_allreduce",
+            "torch_nccl_collectives",
+            "train_gpu_single",
+            "train_gpu_ddp",
+            "train_gpu_resnet50_single",
+            "train_gpu_resnet50_ddp",
+            *NCCL_DEFAULT,
+        ),
     ),
     Run(
         "h200x4b-p2p-off-default-interrupted",
@@ -165,10 +186,40 @@ CALIBRATION += (
 # inventory (one GPU: no NVLink link to count). The 4x H200 run is the one
 # whose GPU 0 copied 42.5 GB/s from the host alone against 50.7 on GPU 3 (thresholds/hardware/fractions.yml,
 # host_copy_alone).
-NODE_STATE_RUNS = ("h200x2c-healthy-default", "h200x2c-split-1x1-nvlink", "h200x4c-healthy-default",
-                   "h100x1d-healthy-default", "h100x1d-inventory-default")  # fmt: skip
+NODE_STATE_RUNS = ("h200x2c-healthy-default", "h200x2c-split-1x1-nvlink", "h100x1d-healthy-default",
+                   "h100x1d-inventory-default")  # fmt: skip
 CALIBRATION += tuple(Run(name, "PASS") for name in NODE_STATE_RUNS)
-HEALTHY = [run for run in CALIBRATION if run.verdict == "PASS"]
+# Recorded as healthy in session 25, investigated in session 28 (issue 61): with the same facts as the other
+# 4x H200 (h200x4b), every GPU copied 20.3-20.5 GB/s from the host at once where that machine read 44.9-48.9,
+# and GPU 0 42.5 alone where two probes right after read 52-55: the host's memory path ran at half its speed
+# for this run, the very fault the at-once gate exists for. Its tests on the GPUs themselves pass.
+X4C_GPU2 = "GPU 2 (00000000:00:08.0, GPU-691a02b1-a45b-5ae8-de69-de9ca0033bab)"
+CALIBRATION += (
+    Run("h200x4c-host-copies-slow", "FAIL", f"{X4C_GPU2}: d2h_all_gbps.2 22.07 GB/s", ("gpu_probe",)),
+)
+# Session 28 (issue 61), 1x H200, the default local set with train's steady figure recorded (its 20th
+# percentile step), on two machines: h200x1e (its healthy runs fit the FSDP reference) and h200x1f, never
+# fitted on. Another
+# process's GEMMs on GPU 0 interleaved with idle time, 10% of it (bench-degraded's gpu-duty), cost the
+# transformer 5.9% and ResNet-50 6.4%: FAIL naming GPU 0's training; at 5% (2.6%, under what acceptance is
+# for) and in bursts of 100 ms a second (which fell between the timed steps: no median moved), PASS.
+H1F_GPU0 = "GPU 0 (00000000:00:06.0, GPU-caeb3268-9936-df2a-bc13-35e47524eda0)"
+SINGLE_TRAINING = ("train_gpu_single", "train_gpu_resnet50_single")
+CALIBRATION += (
+    Run("h200x1e-healthy-default", "PASS"),
+    Run("h200x1e-healthy2-default", "PASS"),
+    Run("h200x1e-duty10-bursts", "PASS"),
+    Run("h200x1f-healthy-default", "PASS"),
+    Run(
+        "h200x1f-duty10", "FAIL", f"{H1F_GPU0}: tokens_per_s_per_rank_min 5.838e+04 tokens/s", SINGLE_TRAINING
+    ),
+    Run("h200x1f-duty05", "PASS"),
+)
+HEALTHY = [run for run in CALIBRATION if run.verdict == "PASS" and "duty" not in run.fixture]
+# Never fitted on by scripts/fit-references: runs recorded after the reference figures were set (on machines
+# not used to set them), and runs under investigation (docs/thresholds.md, "Reference figures").
+LATER = frozenset({"h200x1f-healthy-default"})
+SUSPECT: frozenset[str] = frozenset()
 GPU_BUSY = [run for run in CALIBRATION if "gpu-busy" in run.fixture]
 
 

@@ -210,7 +210,7 @@ def _test(raw: Any) -> TestResult:
     return TestResult(
         name, [str(h) for h in raw.get("hosts") or []], status, str(raw.get("reason") or ""),
         dict(raw.get("metrics") or {}), dict(raw.get("threshold") or {}), list(raw.get("artifacts") or []),
-        dict(raw.get("slurm") or {}),
+        dict(raw.get("slurm") or {}), dict(raw.get("workload") or {}),
     )  # fmt: skip
 
 

@@ -22,7 +22,7 @@ BAD = ("fail", "error")
 KINDS = ("gpu", "rank", "pair", "port", "host", "fabric")
 CPU_RANK = "local rank "
 REASON_CHARS = 160
-BASES = ("absolute", "profile", "relative")  # of one metric's failing gates, the one shown
+BASES = ("reference", "absolute", "profile", "relative")  # of one metric's failing gates, the one shown
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,8 @@ def _part(hosts: tuple[str, ...], part: str, figs: list[Figure], suspects: set[s
     by_metric: dict[str, list[Figure]] = {}
     for fig in figs:
         by_metric.setdefault(fig.metric or fig.source, []).append(fig)
-    # The worst metric; of its gates the absolute one (the datasheet's or the link's figure) where it fails.
+    # The worst metric; of its gates the reference (what healthy machines of the model measured) where it
+    # fails, else the absolute one (the datasheet's or the link's figure).
     worst_metric = min(by_metric.values(), key=lambda same: min(f.score for f in same))
     worst = min(worst_metric, key=lambda f: (BASES.index(f.basis) if f.basis in BASES else 0, f.score))
     tests = tuple(dict.fromkeys(f.test for f in figs))

@@ -109,6 +109,10 @@ def _torn_down(results: RunResults) -> list[str]:
 def _gates(results: RunResults) -> list[str]:
     """Per GPU host: derived performance gates, turned off on purpose, or the facts they lack."""
     lines = []
+    undeclared = {
+        str(rec.get("bars")) for rec in results.gates.values() if rec.get("bars", "declared") != "declared"
+    }
+    lines += [f"gates: {note}" for note in sorted(undeclared)]  # once a run, not once a host
     for host, rec in results.gates.items():
         if not rec.get("derived"):
             lines.append(f"gates {host}: {rec.get('note', 'no performance gates')}")

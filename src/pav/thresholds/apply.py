@@ -8,12 +8,13 @@ covers is `error`, naming the missing fact: a GPU host never passes without perf
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pav.catalog import is_probe, spec_of
 from pav.results import HostRecord, TestResult
 from pav.thresholds.burn_in import burn_in_checks
+from pav.thresholds.declared import UNDECLARED, Declared, bars
 from pav.thresholds.derive import (
     Derived,
     DerivedGate,
@@ -24,6 +25,7 @@ from pav.thresholds.derive import (
     probe_gates,
 )
 from pav.thresholds.hardware import HostHardware, given_gpus, read_hardware
+from pav.thresholds.references import reference_gates
 from pav.thresholds.relative import relative_gates
 from pav.thresholds.sdc_parts import sdc_problems
 
@@ -36,12 +38,18 @@ class Derivation:
 
     hardware: dict[str, HostHardware]
     per_host: dict[str, list[Derived]]
+    declared: Declared = field(default_factory=Declared)  # pav_declared_hardware: the bars it set
 
 
-def derive_hosts(hosts: dict[str, HostRecord]) -> Derivation:
-    found = {name: read_hardware(name, rec.facts) for name, rec in hosts.items()}
+def derive_hosts(hosts: dict[str, HostRecord], declared: Declared | None = None) -> Derivation:
+    """declared: pav_declared_hardware, whose figures the bars count in place of those reported."""
+    found = {
+        name: bars(read_hardware(name, rec.facts), declared or Declared()) for name, rec in hosts.items()
+    }
     hardware = {name: hw for name, hw in found.items() if hw.gpus}
-    return Derivation(hardware, {name: derive_host(hw) for name, hw in hardware.items()})
+    return Derivation(
+        hardware, {name: derive_host(hw) for name, hw in hardware.items()}, declared or Declared()
+    )
 
 
 def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profile: str) -> None:
@@ -66,7 +74,7 @@ def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profil
             _judge(test, probe_gates(hw), hw)
             continue
         found = _derived_for(test, hardware, derivation.per_host)
-        if found or is_probe(test.name):
+        if found or is_probe(test.name) or (hw is not None and _references(test, hw)):
             _judge(test, found, hw)
 
 
@@ -74,8 +82,11 @@ def gates_record(tests: list[TestResult], derivation: Derivation, chosen_profile
     """results.json's `gates`: per GPU host, the facts the gates came from and any fact that was missing."""
     if chosen_profile == CHOSEN_WITHOUT_GATES:
         return {h: {"derived": False, "note": "no performance gates (chosen)"} for h in derivation.hardware}
+    declared = derivation.declared
+    bars = {"declared_hardware": declared.record(), "bars": "declared" if declared else UNDECLARED}
     return {
-        name: host_record(hw, derivation.per_host[name], tests) for name, hw in derivation.hardware.items()
+        name: host_record(hw, derivation.per_host[name], tests) | bars
+        for name, hw in derivation.hardware.items()
     }
 
 
@@ -117,6 +128,7 @@ def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) ->
     covered = _profile_metrics(test)
     gates = [d for d in derived if d.metric not in covered]
     gates += relative_gates(test.name, test.metrics, hw)
+    gates += _references(test, hw) if hw is not None else []  # never overridden by a profile's own gate
     checked = [g.check(test.metrics) for g in gates if isinstance(g, DerivedGate)]
     test.threshold.setdefault("gates", []).extend(checked)
     failures = [c["reason"] for c in checked if c["status"] != "pass"]
@@ -131,6 +143,11 @@ def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) ->
         test.reason = f"no performance gate for {missing[0].metric}: {missing[0].fact}"
         test.reason += f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
     _fail_with(test, failures)
+
+
+def _references(test: TestResult, hw: HostHardware) -> list[DerivedGate | NotApplicable]:
+    labels = {g.metric_key: g.label() for g in hw.gpus}
+    return reference_gates(test.name, test.metrics, test.workload, hw, labels)
 
 
 def _fail_with(test: TestResult, failures: list[str]) -> None:

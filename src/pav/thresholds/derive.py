@@ -31,6 +31,11 @@ from pav.yamlfile import load_mapping
 SIZE = 8 << 30  # the largest size the collective tests measure (catalog.BIG_SIZES, nccl-tests -e 8G)
 PER_GPU = ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps")
 UNITS = {"gemm_bf16_tflops": "TFLOP/s", "scaling_efficiency": ""}
+UNITS |= {
+    f"{what}_per_s{kind}_per_rank_min": f"{what}/s"
+    for what in ("tokens", "samples")
+    for kind in ("", "_steady")
+}
 # The tests across hosts gated on the fabric (derive_fabric), in catalog order.
 INTER_NODE = tuple(spec.name for spec in CATALOG.values() if spec.inter_node_metric)
 SPECS = "thresholds/hardware/gpus.yml"

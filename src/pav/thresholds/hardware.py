@@ -224,6 +224,7 @@ class Rdma:
     layer: str  # InfiniBand | Ethernet (RoCE); "" when the host lists no RDMA port
     ports: tuple[RdmaPort, ...] = ()
     expected: int | None = None  # preflight_rdma_ports_expected: the ports the env says the host has
+    declared_gbit: int | None = None  # pav_declared_hardware.rdma_gbit: the rate the bar counts (declared.py)
 
     @property
     def up(self) -> tuple[RdmaPort, ...]:
@@ -231,7 +232,10 @@ class Rdma:
 
     @property
     def port_gbit(self) -> float | None:
-        """The rate a healthy port of this layer runs at: the highest of the active ports."""
+        """The rate a healthy port of this layer runs at: the declared rate, else the highest of the active
+        ports."""
+        if self.declared_gbit:
+            return float(self.declared_gbit)
         return max((p.gbit for p in self.up if p.gbit), default=None)
 
     @property

@@ -12,10 +12,12 @@ fabric the GPUs talk through, read with the same facts, and one result per host 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pav.results import HostRecord, TestResult
 from pav.thresholds import gpu_state
+from pav.thresholds.declared import problems as declared_problems
 from pav.thresholds.hardware import Rdma, RdmaPort, device_bus_id, read_hardware
 from pav.thresholds.node_policy import NodePolicy
 
@@ -73,6 +75,7 @@ def judge_host(
     bad_ports = bad_rdma_ports(rdma)
     found += [(port.name, f"{port.name}: {why}") for port, why in bad_ports]
     found += [("RDMA ports", p) for p in rdma_count_problems(rdma)]
+    found += declared_problems(replace(hw, rdma=rdma), policy.declared)
     problems = [p for _, p in found]
     metrics = {
         "gpus_checked": len(devices),

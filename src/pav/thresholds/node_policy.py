@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pav.errors import PavError
+from pav.thresholds.declared import Declared, declared_from
 
 # setting -> (its default, the values it may take)
 GPU_STATE: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -32,12 +33,21 @@ COMPONENTS = ("driver", "cuda_driver", "vbios", "kernel", "torch", "nccl", "hca_
 class NodePolicy:
     gpu_state: dict[str, str] = field(default_factory=lambda: {k: v[0] for k, v in GPU_STATE.items()})
     expected_versions: dict[str, str] = field(default_factory=dict)
+    declared: Declared = field(default_factory=Declared)  # pav_declared_hardware (declared.py)
 
     def record(self) -> dict[str, Any]:
-        return {"gpu_state": dict(self.gpu_state), "expected_versions": dict(self.expected_versions)}
+        return {
+            "gpu_state": dict(self.gpu_state), "expected_versions": dict(self.expected_versions),
+            "declared_hardware": self.declared.record(),
+        }  # fmt: skip
 
 
-def node_policy(gpu_state: Mapping[str, Any], versions: Mapping[str, Any], source: str) -> NodePolicy:
+def node_policy(
+    gpu_state: Mapping[str, Any],
+    versions: Mapping[str, Any],
+    source: str,
+    declared: Mapping[str, Any] | None = None,
+) -> NodePolicy:
     """The policy from the two settings (each a mapping; unset keys keep their defaults); a bad key or value
     is a PavError naming it and `source` (the file, or -e)."""
     state = NodePolicy().gpu_state
@@ -56,11 +66,17 @@ def node_policy(gpu_state: Mapping[str, Any], versions: Mapping[str, Any], sourc
             raise PavError(f"{source}: pav_expected_versions has no component {key!r}; known: {known}")
         if not isinstance(value, str) or not value:
             raise PavError(f"{source}: pav_expected_versions.{key} must be a version string, got {value!r}")
-    return NodePolicy(state, {k: str(v) for k, v in versions.items()})
+    pins = {k: str(v) for k, v in versions.items()}
+    return NodePolicy(state, pins, declared_from(declared or {}, source))
 
 
 def recorded_policy(record: Mapping[str, Any] | None) -> NodePolicy:
     """results.json's node_policy; a run recorded before it: the defaults."""
     if not record:
         return NodePolicy()
-    return node_policy(record.get("gpu_state") or {}, record.get("expected_versions") or {}, "results.json")
+    return node_policy(
+        record.get("gpu_state") or {},
+        record.get("expected_versions") or {},
+        "results.json",
+        record.get("declared_hardware") or {},
+    )

@@ -1,5 +1,6 @@
-"""Relative gates: each GPU against the best GPU of its host, each pair against the median pair on the
-same links. They need no datasheet: a GPU or link slower than its peers fails even where no limit is known.
+"""Relative gates: each GPU against the median of its host's other GPUs (its host copies alone: against the
+best), each pair against the median pair on the same links. They need no datasheet: a GPU or link slower
+than its peers fails even where no limit is known.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ ALONE = ("h2d_gbps", "d2h_gbps")  # its host copies of each GPU alone: the host'
 
 
 def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) -> list[DerivedGate]:
-    """Each GPU against the best GPU of its host; each pair against the median pair of its link class."""
+    """Each GPU against its host's other GPUs; each pair against the median pair of its link class."""
     if not is_probe(test):
         return []
     labels = {g.metric_key: g.label() for g in hw.gpus} if hw else {}
@@ -27,15 +28,48 @@ def relative_gates(test: str, metrics: dict[str, Any], hw: HostHardware | None) 
         values = _numbers(metrics.get(metric))
         if len(values) < 2:
             continue
-        best = max(values, key=lambda k: values[k])
-        per_gpu = relative["host_copy_alone" if metric in ALONE else "per_gpu"]
-        source = f"best GPU of the host: {labels.get(best, f'GPU {best}')} {values[best]:.4g}"
-        for idx in values:
-            part = labels.get(idx, f"GPU {idx}")
-            out.append(
-                DerivedGate(test, f"{metric}.{idx}", values[best], per_gpu.value, "relative", source, part)
-            )
+        if metric in ALONE:
+            out += _against_best(test, metric, values, labels, relative["host_copy_alone"])
+        else:
+            out += _against_others(test, metric, values, labels, relative["per_gpu"])
     return out + _at_once(test, metrics, labels) + _pair_relative(test, metrics, hw, per_pair)
+
+
+def _against_others(
+    test: str, metric: str, values: dict[str, float], labels: dict[str, str], frac: Fraction
+) -> list[DerivedGate]:
+    """Each GPU against the median of the host's other GPUs: a slow GPU does not pull its own bar down, and
+    with two GPUs each is held to the other."""
+    out: list[DerivedGate] = []
+    for idx in values:
+        others = [v for k, v in values.items() if k != idx]
+        median = statistics.median(others)
+        source = f"median of the host's other {len(others)} GPU{'s' if len(others) > 1 else ''}: {median:.4g}"
+        out.append(
+            DerivedGate(
+                test, f"{metric}.{idx}", median, frac.value, "relative", source, labels.get(idx, f"GPU {idx}")
+            )
+        )
+    return out
+
+
+def _against_best(
+    test: str, metric: str, values: dict[str, float], labels: dict[str, str], frac: Fraction
+) -> list[DerivedGate]:
+    best = max(values, key=lambda k: values[k])
+    source = f"best GPU of the host: {labels.get(best, f'GPU {best}')} {values[best]:.4g}"
+    return [
+        DerivedGate(
+            test,
+            f"{metric}.{idx}",
+            values[best],
+            frac.value,
+            "relative",
+            source,
+            labels.get(idx, f"GPU {idx}"),
+        )
+        for idx in values
+    ]
 
 
 def _at_once(test: str, metrics: dict[str, Any], labels: dict[str, str]) -> list[DerivedGate]:
