@@ -30,7 +30,8 @@ def test_nvml_facts_derive_every_gate_and_the_fabric(tmp_path: Path) -> None:
     assert "across hosts:" in run.stdout
     assert "the full complement of 8 InfiniBand ports on gpu-a (8 listed, 8 active) x 400 Gb/s" in run.stdout
     as_json = json.loads(run_cli_here("gates", "--results", str(path), "--json").stdout)
-    assert set(as_json) == {"gpu-a", "gpu-b", "fabric"}
+    assert set(as_json) == {"gpu-a", "gpu-b", "fabric", "applied"}
+    assert as_json["applied"] == {"error": f"{path} records no threshold_profile; pass --profile NAME"}
     gemm = next(g for g in as_json["gpu-a"] if g["metric"] == "gemm_bf16_tflops.0")
     assert gemm | {"source": ""} == {
         "test": "gpu_probe", "metric": "gemm_bf16_tflops.0", "min": 692.58, "limit": 989.4, "fraction": 0.7,

@@ -1,7 +1,10 @@
-"""gates --results RUN/results.json [--json]: the gates that file's host facts derive, host by host.
+"""gates --results RUN/results.json [--json]: the gates that file's host facts derive, host by host, then
+every gate `judge` applies to each recorded test.
 
-Each gate with its limit, fraction and the facts it came from, or the fact that is missing. Works on a
-results.json of any release: what its facts allow is derived, the rest is named as missing.
+Each derived gate with its limit, fraction and the facts it came from, or the fact that is missing. Works on
+a results.json of any release: what its facts allow is derived, the rest is named as missing. The applied
+gates are what `provision-and-validate judge` judges the record by (pav.commands.judge.rejudge): a profile's
+own gate where it overrides a derived one, the relative and reference gates, the declared bars.
 Exit 0 when every gate could be derived, 1 when a fact is missing, 2 when the file cannot be read.
 """
 
@@ -13,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pav.commands.judge import rejudge
+from pav.errors import PavError
 from pav.thresholds.derive import (
     INTER_NODE,
     Derived,
@@ -46,10 +51,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     hardware = [read_hardware(name, (rec or {}).get("facts") or {}) for name, rec in hosts.items()]
     table = derive_all(hardware)
+    judged = applied(args.results)
     if args.json:
-        print(json.dumps({h: [_entry(d) for d in ds] for h, ds in table.items()}, indent=2))
+        derived = {h: [_entry(d) for d in ds] for h, ds in table.items()}
+        print(json.dumps(derived | {"applied": judged}, indent=2))
     else:
-        print(render(hardware, table), end="")
+        print(render(hardware, table) + render_applied(judged), end="")
     missing = any(isinstance(d, Missing) for ds in table.values() for d in ds)
     return EXIT_MISSING if missing else EXIT_ALL
 
@@ -76,9 +83,58 @@ def render(hardware: list[HostHardware], table: dict[str, list[Derived]]) -> str
         lines += [_line(d) for d in table["fabric"]]
     rel = fractions()["relative"]
     lines.append(
-        f"relative (every host): each GPU >= {rel['per_gpu'].value:g} x the best GPU of its host; "
+        f"relative (every host): each GPU >= {rel['per_gpu'].value:g} x the median of its host's other GPUs; "
         f"each pair >= {rel['per_pair'].value:g} x the median pair on the same links"
     )
+    return "\n".join(lines) + "\n"
+
+
+def applied(path: Path) -> dict[str, Any]:
+    """Per recorded test (NAME on HOSTS), the gates judge applies to it: {"profile": ..., "tests": {...}}, or
+    {"error": why} where the record cannot be judged (no test results)."""
+    try:
+        found = rejudge(path)
+    except PavError as exc:
+        return {"error": str(exc)}
+    tests: dict[str, list[dict[str, Any]]] = {}
+    for judged in found.tests:
+        test = judged.test
+        gates = [_applied_gate(g) for g in test.threshold.get("gates") or [] if isinstance(g, dict)]
+        gates += [
+            {
+                "metric": f"busbw_gbps.{g.get('size_bytes')}",
+                "min": g.get("min_busbw_gbps"),
+                "basis": "profile",
+            }
+            for g in test.threshold.get("nccl_tests") or []
+            if isinstance(g, dict)
+        ]
+        gates += [{"metric": n.get("metric"), "not_applicable": n.get("not_applicable")}
+                  for n in test.threshold.get("not_applicable") or []]  # fmt: skip
+        tests[f"{test.name} on {', '.join(test.hosts)}"] = gates
+    return {"profile": found.profile, "tests": tests}
+
+
+def _applied_gate(gate: dict[str, Any]) -> dict[str, Any]:
+    keys = ("metric", "min", "max", "basis", "source", "why")
+    out = {k: gate[k] for k in keys if gate.get(k) is not None}
+    return out | ({} if "basis" in out else {"basis": "profile"})
+
+
+def render_applied(judged: dict[str, Any]) -> str:
+    if "error" in judged:
+        return f"applied by judge: none ({judged['error']})\n"
+    lines = [f"applied by judge (profile {judged['profile']}), per test:"]
+    for test, gates in judged["tests"].items():
+        lines.append(f"  {test}:")
+        for g in gates:
+            if "not_applicable" in g:
+                lines.append(f"    {g['metric']:<40} no gate: {g['not_applicable']}")
+                continue
+            bound = " ".join(f"{op} {g[k]:.4g}" for op, k in ((">=", "min"), ("<=", "max")) if k in g)
+            lines.append(
+                f"    {g['metric']:<40} {bound:<14} {g['basis']}: {g.get('source') or g.get('why', '')}"
+            )
     return "\n".join(lines) + "\n"
 
 

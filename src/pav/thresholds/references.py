@@ -110,7 +110,7 @@ def reference_gates(
 def _expand(
     figure: Figure, metrics: dict[str, Any], hw: HostHardware, labels: dict[str, str], file: str
 ) -> list[DerivedGate | NotApplicable]:
-    count = f"{len(hw.gpus)} GPUs" if figure.gpus else "any GPU count"
+    count = f"{len(hw.gpus)} GPU{'s' if len(hw.gpus) > 1 else ''}" if figure.gpus else "any GPU count"
     source = (
         f"{hw.model} reference {figure.reference:.4g} for this workload ({figure.workload}) on {count}, "
         f"{file}, {figure.source}"
