@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pav import __version__
 from tests.conftest import ROOT, LocalRun, run_cli
 
 pytestmark = pytest.mark.slow
@@ -28,8 +29,13 @@ def test_exits_zero_with_pass(local_run: tuple[int, Path, str]) -> None:
     rc, run_dir, output = local_run
     assert rc == 0, output
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["schema_version"] == "1.3"
+    assert results["schema_version"] == "1.4"
+    assert results["tool_version"] == __version__
     assert results["verdict"] == "PASS"
+    # Each test that ran records what it measured with (issue 61): the ranks' parameters and a fingerprint.
+    ran = [t for t in results["tests"] if t["status"] == "pass" and t["name"] == "torch_gloo_allreduce"]
+    assert ran and ran[0]["workload"]["params"]["sizes"] == "1K,64K,1M"
+    assert len(ran[0]["workload"]["fingerprint"]) == 12
     assert [s["name"] for s in results["stages"]] == [
         "provision", "configure", "validate", "collect", "isolate", "report", "teardown",
     ]  # fmt: skip
