@@ -32,6 +32,7 @@ from pav.thresholds.apply import (
     derive_hosts,
     gates_record,
 )
+from pav.thresholds.fleet import fleet_gates
 from pav.thresholds.gate import Gate
 from pav.thresholds.node_policy import NodePolicy
 from pav.thresholds.profiles import Profile, auto_profile, read_profile
@@ -103,6 +104,8 @@ class Judge:
     def derived(self, tests: list[TestResult]) -> None:
         """The derived and relative gates, under the profile's own (chosen gpu-correctness: none)."""
         apply_derived(tests, self.derivation, self.chosen)
+        if self.chosen != CHOSEN_WITHOUT_GATES:
+            fleet_gates(tests, self.derivation.hardware)
 
     def health(self) -> list[TestResult]:
         """The results of the facts alone: gpu_health of every host with NVML facts (its state against the

@@ -83,12 +83,13 @@ def test_a_healthy_run_has_no_bad_parts_block() -> None:
 
 
 def test_a_cluster_tests_profile_gate_names_its_hosts_and_figure() -> None:
-    """Two nodes over sockets: node scaling under the profile's 0.9, both tests on one line."""
+    """Two nodes over sockets: the network's bus bandwidth under its reference (issue 63) and FSDP's node
+    scaling under the profile's 0.9, every test across the nodes on one line, the fabric's."""
     [part] = bad_parts.find(judged_run("h100x4-split-socket").to_dict())
     assert part.hosts == ("node-a", "node-b") and part.kind == "fabric"
-    assert part.tests == ("train_gpu_ddp_multi", "train_gpu_fsdp_multi")
-    assert part.worst.text() == "scaling_efficiency_nodes 0.1286, gate >= 0.9" and part.more == 0
-    assert "slow training" in part.worst.cause
+    assert part.tests == ("torch_nccl_allreduce_multi", "train_gpu_ddp_multi", "train_gpu_fsdp_multi")
+    assert part.worst.text() == "busbw_gbps.all_reduce.8589934592 5.072 GB/s, gate >= 346.6 = 0.95 x 364.9"
+    assert part.more == 2
 
 
 def test_health_problems_are_parts_of_their_own() -> None:

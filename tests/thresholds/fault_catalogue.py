@@ -190,6 +190,48 @@ def fsdp(record: dict[str, Any], x: float) -> str:
     return "tokens_per_s_steady_per_rank_min"
 
 
+def slow_node(record: dict[str, Any], x: float) -> str:
+    """One node (the last of the run) slower in everything it computes: its GEMM and its own training, and
+    the training across the nodes, which it paces."""
+    node = sorted(record["hosts"])[-1]
+    for test in record["tests"]:
+        if test["status"] != "pass" or not test["name"].startswith(("train_gpu", "gpu_probe")):
+            continue
+        if test["hosts"] == [node] or len(test["hosts"]) > 1:
+            slow_training(test, x)
+            if test["name"] == "gpu_probe" and test["hosts"] == [node]:
+                gemm = test["metrics"]["gemm_bf16_tflops"]
+                for key in list(gemm):
+                    scale(gemm, key, x)
+    return f"{node}"
+
+
+def network(record: dict[str, Any], x: float) -> str:
+    """The network between the nodes slower, the nodes themselves healthy: every figure of a test across
+    hosts (its bus bandwidth, its training per rank)."""
+    for test in across_hosts(record):
+        slow_training(test, x)
+        busbw = test["metrics"].get("busbw_gbps") or {}
+        rows = [busbw] if BIG in busbw else [r for r in busbw.values() if isinstance(r, dict) and BIG in r]
+        for row in rows:
+            scale(row, BIG, x)
+    return "fabric: "
+
+
+def across_hosts(record: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t for t in record["tests"] if len(t["hosts"]) > 1 and t["status"] == "pass" and t["metrics"]]
+
+
+def has_nodes(record: dict[str, Any]) -> bool:
+    return len(record["hosts"]) >= 2 and bool(training(record))
+
+
+def has_network(record: dict[str, Any]) -> bool:
+    return len(record["hosts"]) >= 2 and any(
+        t["name"].startswith(("train_gpu", "torch_nccl", "nccl_tests")) for t in across_hosts(record)
+    )
+
+
 def has_probe(record: dict[str, Any]) -> bool:
     return probe(record) is not None
 
@@ -231,6 +273,8 @@ FAULTS = {
         Fault("host_path", "host copies with every GPU at once (the host's memory path)", has_at_once,
               host_path),
         Fault("fsdp", "FSDP training throughput (the steady figure)", has_steady_fsdp, fsdp),
+        Fault("slow_node", "one node slower in all it computes (issue 63)", has_nodes, slow_node),
+        Fault("network", "the network between the nodes (issue 63)", has_network, network),
     )
 }  # fmt: skip
 # The sizes each must be caught at (issue 61's "done when").
@@ -243,6 +287,8 @@ MUST_CATCH = {
     "pcie_gen4": 0.5,
     "host_path": 0.5,
     "fsdp": 0.9,
+    "slow_node": 0.93,
+    "network": 0.93,
 }
 
 

@@ -99,7 +99,9 @@ def find(results: dict[str, Any]) -> list[BadPart]:
             continue
         hosts = _where(test, suspects)
         for part, figure in figures(test):
-            found.setdefault((hosts, "" if part == "host" else part), []).append(figure)
+            # A test across hosts with no part of its own is about what lies between them: the fabric.
+            key = "fabric" if part in ("", "host") and len(hosts) > 1 else "" if part == "host" else part
+            found.setdefault((hosts, key), []).append(figure)
     parts = [_part(hosts, part, figs, suspects) for (hosts, part), figs in found.items()]
     return sorted(parts, key=lambda p: (KINDS.index(p.kind), p.worst.score))
 

@@ -74,8 +74,9 @@ def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profil
             _judge(test, probe_gates(hw), hw)
             continue
         found = _derived_for(test, hardware, derivation.per_host)
-        if found or is_probe(test.name) or (hw is not None and _references(test, hw)):
-            _judge(test, found, hw)
+        members = [hardware[h] for h in test.hosts if h in hardware]
+        if found or is_probe(test.name) or _references(test, members):
+            _judge(test, found, hw, members)
 
 
 def gates_record(tests: list[TestResult], derivation: Derivation, chosen_profile: str) -> dict[str, Any]:
@@ -122,13 +123,18 @@ def _derived_for(
     return []
 
 
-def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) -> None:
+def _judge(
+    test: TestResult,
+    derived: list[Derived],
+    hw: HostHardware | None,
+    members: list[HostHardware] | None = None,
+) -> None:
     if test.status not in ("pass", "fail"):
         return  # skipped, or an error that left no figures to judge
     covered = _profile_metrics(test)
     gates = [d for d in derived if d.metric not in covered]
     gates += relative_gates(test.name, test.metrics, hw)
-    gates += _references(test, hw) if hw is not None else []  # never overridden by a profile's own gate
+    gates += _references(test, [hw] if hw is not None else members or [])  # no profile gate overrides these
     checked = [g.check(test.metrics) for g in gates if isinstance(g, DerivedGate)]
     test.threshold.setdefault("gates", []).extend(checked)
     failures = [c["reason"] for c in checked if c["status"] != "pass"]
@@ -145,9 +151,13 @@ def _judge(test: TestResult, derived: list[Derived], hw: HostHardware | None) ->
     _fail_with(test, failures)
 
 
-def _references(test: TestResult, hw: HostHardware) -> list[DerivedGate | NotApplicable]:
-    labels = {g.metric_key: g.label() for g in hw.gpus}
-    return reference_gates(test.name, test.metrics, test.workload, hw, labels)
+def _references(test: TestResult, hosts: list[HostHardware]) -> list[DerivedGate | NotApplicable]:
+    """A host's test: its host's references; a test across hosts of one shape: the references of that many
+    such hosts (the network between them). Hosts that differ, or whose hardware is unknown: none."""
+    if not hosts or len(hosts) != len(test.hosts) or len({(h.model, len(h.gpus)) for h in hosts}) != 1:
+        return []
+    labels = {g.metric_key: g.label() for g in hosts[0].gpus}
+    return reference_gates(test.name, test.metrics, test.workload, hosts[0], labels, hosts)
 
 
 def _fail_with(test: TestResult, failures: list[str]) -> None:

@@ -39,9 +39,12 @@ class Figure:
     reference: float
     fraction: float
     source: str  # the runs it was fitted on
+    hosts: int = 1  # a test across hosts: how many, each of `gpus` GPUs
+    fabric: str = ""  # across hosts: the fabric they were set up for (facts.nccl_env.fabric)
 
-    def applies(self, test: str, gpus: int) -> bool:
-        return self.test == test and self.gpus in (0, gpus)
+    def applies(self, test: str, gpus: int, hosts: int = 1, fabric: str = "") -> bool:
+        shape = self.hosts == hosts and (hosts == 1 or self.fabric == fabric)
+        return self.test == test and self.gpus in (0, gpus) and shape
 
 
 @dataclass(frozen=True)
@@ -79,17 +82,27 @@ def _figure(raw: dict[str, Any]) -> Figure:
     runs = ", ".join(str(r) for r in raw["fit"])
     return Figure(
         str(raw["test"]), str(raw["metric"]), per, int(raw["gpus"]), str(raw["workload"]),
-        float(raw["reference"]), float(raw["fraction"]), f"fitted on {runs}",
+        float(raw["reference"]), float(raw["fraction"]), f"fitted on {runs}", int(raw.get("hosts", 1)),
+        str(raw.get("fabric", "")),
     )  # fmt: skip
 
 
 def reference_gates(
-    test: str, metrics: dict[str, Any], workload: dict[str, Any], hw: HostHardware, labels: dict[str, str]
+    test: str,
+    metrics: dict[str, Any],
+    workload: dict[str, Any],
+    hw: HostHardware,
+    labels: dict[str, str],
+    hosts: list[HostHardware] | None = None,
 ) -> list[DerivedGate | NotApplicable]:
     """The reference gates of one host's test: each figure the test measured that a reference of this
-    host's GPU model, GPU count and the test's workload covers. labels: the test's GPU keys -> part names."""
+    host's GPU model, GPU count and the test's workload covers. labels: the test's GPU keys -> part names.
+    hosts: a test across hosts, every host's hardware (`hw` is the first): the reference of that many hosts
+    of that shape on that fabric, whose figure is the network's between them."""
+    count = len(hosts or [hw])
     model = references().get(hw.model or "")
-    figures = [f for f in model.figures if f.applies(test, len(hw.gpus))] if model else []
+    fabric = hw.fabric
+    figures = [f for f in model.figures if f.applies(test, len(hw.gpus), count, fabric)] if model else []
     if not figures:
         return []
     fingerprint = workload.get("fingerprint")
@@ -111,6 +124,8 @@ def _expand(
     figure: Figure, metrics: dict[str, Any], hw: HostHardware, labels: dict[str, str], file: str
 ) -> list[DerivedGate | NotApplicable]:
     count = f"{len(hw.gpus)} GPU{'s' if len(hw.gpus) > 1 else ''}" if figure.gpus else "any GPU count"
+    if figure.hosts > 1:
+        count = f"{figure.hosts} hosts of {count} on {figure.fabric or 'an unnamed fabric'}"
     source = (
         f"{hw.model} reference {figure.reference:.4g} for this workload ({figure.workload}) on {count}, "
         f"{file}, {figure.source}"
@@ -129,7 +144,8 @@ def _expand(
     if lookup(metrics, figure.metric) is None:
         why = f"{figure.metric} not recorded by this run's payload (a figure added later)"
         return [NotApplicable(figure.test, figure.metric, why)]
-    return [gate(figure.metric, _part(metrics, hw, labels))]
+    part = "fabric" if figure.hosts > 1 else _part(metrics, hw, labels)
+    return [gate(figure.metric, part)]
 
 
 def _part(metrics: dict[str, Any], hw: HostHardware, labels: dict[str, str]) -> str:

@@ -3,6 +3,7 @@ baseline, and of training over every host against one node (the same test within
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -15,9 +16,10 @@ DERIVED = {"scaling_efficiency", "scaling_efficiency_nodes"}
 # A test's baselines and the throughput compared are its catalog spec's (scaling_baselines,
 # scaling_throughput). Within a host (a DDP test, host scope): per-GPU throughput over the 1-GPU baseline's
 # total on the same host. Across hosts (cluster scope), weak scaling: each GPU keeps its batch, so per-GPU
-# throughput across N nodes over the slowest single node's is the efficiency from 1 to N nodes; what it
-# loses is the network between the hosts. Nodes of one GPU (a machine split into nodes, 1-GPU VMs) run no
-# DDP of their own: their 1-GPU run of the same model is that node's throughput.
+# throughput across N nodes over the median single node's is the efficiency from 1 to N nodes; what it
+# loses is the network between the hosts, and a straggler's pace (which its own fleet gates name). Nodes of
+# one GPU (a machine split into nodes, 1-GPU VMs) run no DDP of their own: their 1-GPU run of the same model
+# is that node's throughput.
 GRAD_BYTES = 4  # DDP reduces gradients in the parameters' dtype: float32 in every DDP test of the catalog
 # Where a host's measured all_reduce busbw comes from: the torch collectives first, then nccl-tests.
 ALL_REDUCE = [spec for spec in CATALOG.values() if "all_reduce" in spec.busbw_ops]
@@ -66,7 +68,9 @@ def add_scaling(
             )
             continue
         per_node = [float(b.metrics[figure]) for _, b in bases if b is not None]
-        test.metrics[metric] = test.metrics[f"{throughput}_per_rank_min"] / min(per_node)
+        # Over the median node, not the slowest: a straggler is no baseline for itself (issue 63); the
+        # fleet gates name it from its own figures (fleet.py).
+        test.metrics[metric] = test.metrics[f"{throughput}_per_rank_min"] / statistics.median(per_node)
         gates = profile_gates.get(test.name, [])
         test.threshold.setdefault("gates", []).extend(g.describe() for g in gates)
         failures = [reason for gate in gates if (reason := gate.check(test.metrics))]
