@@ -98,6 +98,11 @@ FIGURE_RULES: tuple[tuple[str, str], ...] = (
         "or memory errors (nvidia-smi -q -d ECC)",
     ),
     (
+        r"(h2d|d2h)_gbps_rounds",
+        "the GPU's host copies dip in some rounds and not others: a PCIe link that comes and goes "
+        "(retraining, replays: the error_counters result, nvidia-smi -q -d PCIE), a marginal riser or slot",
+    ),
+    (
         r"h2d|d2h",
         "copies between the GPU and host memory are slow: PCIe trained below its generation or width "
         "(nvidia-smi -q -d PCIE), the wrong NUMA node, or another process copying",
