@@ -6,11 +6,11 @@ one GPU is a link that comes and goes (retraining, replays, a marginal riser), w
 round hides: that GPU fails, named with the rounds that dipped.
 
 A round dips when it is under `host_copy_round` (thresholds/hardware/fractions.yml) x the GPU's own best
-round. With the probe's 3 rounds, two dips are exactly a median under that share of the best, so no
-healthy round count is needed beyond the GPU's own. Only the copies of each GPU alone are judged: with
-every GPU copying at once the host's shared path sets the figure, and healthy single rounds of it read
-0.47-1.0 of the host's best (23.8-51.1 GB/s D2H on one 4x H100), so a dip there says nothing of one GPU.
-A record without rounds (a probe before issue 63) gets no dip gate.
+round. With the probe's 3 rounds, two dips are exactly a median under that share of the best; the gate needs
+nothing but the GPU's own rounds (no peer, no datasheet). Only the copies of each GPU alone are judged: with
+every GPU copying at once the host's shared path sets the figure, and its level moved by half between
+healthy one-round runs of one 4x H100 (23.8-51.8 GB/s D2H over 9 runs), so a dip there says nothing of one
+GPU. A record without rounds (a probe before issue 63) gets no dip gate.
 """
 
 from __future__ import annotations
