@@ -249,12 +249,12 @@ def peer_access(src: torch.device, dst: torch.device) -> bool:
 
 
 def tflops(n: int, seconds: float) -> float:
-    return _figure(2.0 * n**3 / _positive(seconds) / 1e12)
+    return figure(2.0 * n**3 / _positive(seconds) / 1e12)
 
 
 def gbps(nbytes: int, seconds: float) -> float:
     """GB/s with GB = 1e9 bytes, as NVIDIA's datasheets count."""
-    return _figure(nbytes / _positive(seconds) / 1e9)
+    return figure(nbytes / _positive(seconds) / 1e9)
 
 
 def _positive(seconds: float) -> float:
@@ -262,7 +262,7 @@ def _positive(seconds: float) -> float:
     return max(seconds, 1e-9)
 
 
-def _figure(value: float) -> float:
+def figure(value: float) -> float:
     """Four significant digits: the runs differ by more than that, and the JSON stays readable."""
     return float(f"{value:.4g}") if math.isfinite(value) else value
 

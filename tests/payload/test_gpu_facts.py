@@ -374,6 +374,10 @@ class FakeGpu:
     fabric: tuple[int, int, int, bytes, int] = (3, 0, 0, bytes(16), 0)
     pcie_replay: int = 0
     nvlink_errors: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)  # link -> DL counters
+    # nvmlPerfPolicyType_t -> violation ns since the driver loaded (0 where not given); and the policies
+    # that answer NotSupported on this board
+    violations_ns: dict[int, int] = field(default_factory=dict)
+    violations_unsupported: set[int] = field(default_factory=set)
 
 
 def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
@@ -387,6 +391,8 @@ def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
         "NVML_NVLINK_ERROR_DL_CRC_FLIT": 2, "NVML_NVLINK_ERROR_DL_CRC_DATA": 3,
         "nvmlGpuFabricInfo_v2": 0x02000024, "c_nvmlGpuFabricInfoV_t": GpuFabricInfoV,
         "NVMLError": NVMLError, "NVMLError_NotSupported": NVMLError_NotSupported,
+        "NVML_PERF_POLICY_POWER": 0, "NVML_PERF_POLICY_THERMAL": 1, "NVML_PERF_POLICY_SYNC_BOOST": 2,
+        "NVML_PERF_POLICY_BOARD_LIMIT": 3, "NVML_PERF_POLICY_LOW_UTILIZATION": 4,
     }  # fmt: skip
     for name, value in constants.items():
         setattr(nvml, name, value)
@@ -437,6 +443,14 @@ def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
         info.state, info.status, info.cliqueId, uuid, info.healthMask = g.fabric
         info.clusterUuid[:] = uuid
         return 0
+
+    def violation_status(g: FakeGpu, policy: int) -> SimpleNamespace:
+        """pynvml's c_nvmlViolationTime_t: referenceTime a CPU timestamp in us, violationTime in ns."""
+        if policy in g.violations_unsupported:
+            raise NVMLError_NotSupported()
+        return SimpleNamespace(
+            referenceTime=1_764_400_000_000_000, violationTime=g.violations_ns.get(policy, 0)
+        )
 
     nvml.nvmlInit = lambda: None  # type: ignore[attr-defined]
     nvml.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
@@ -489,6 +503,7 @@ def fake_pynvml(gpus: list[FakeGpu], remote_type: bool = True) -> ModuleType:
         "nvmlDeviceGetNvLinkErrorCounter",
         lambda g, link, counter: g.nvlink_errors.get(link, (0, 0, 0, 0))[counter],
     )
+    per_gpu("nvmlDeviceGetViolationStatus", violation_status)
     return nvml
 
 

@@ -244,6 +244,56 @@ def test_state_reads_that_fail_are_null_and_named() -> None:
     ]
 
 
+# --- clock violation times (issue 63) ----------------------------------------------------------------------
+
+# nvmlPerfPolicyType_t
+POWER, THERMAL, SYNC_BOOST, BOARD_LIMIT = 0, 1, 2, 3
+
+
+def test_violation_times_are_read_per_policy(tmp_path: Path) -> None:
+    """The recorded 4x H200 as NVML answered it, GPU 2 with time held back for power and heat since the
+    driver loaded; the times go into counters.violations in ns, as NVML gives them."""
+    gpus = [gpu_from_recording(g) for g in recorded("h200x4-after-load.json")["gpus"]]
+    gpus[2].violations_ns = {POWER: 41_300_000_000, THERMAL: 14_200_000_000}
+    devices = facts_of(gpus, tmp_path)["devices"]
+    assert devices[2]["counters"]["violations"] == {
+        "power_ns": 41_300_000_000, "thermal_ns": 14_200_000_000, "sync_boost_ns": 0, "board_limit_ns": 0,
+        "low_utilization_ns": 0, "not_supported": [],
+    }  # fmt: skip
+    assert devices[0]["counters"]["violations"]["thermal_ns"] == 0
+    assert not any("violations" in m for d in devices for m in d["missing"])
+
+
+def test_a_policy_the_board_does_not_count_is_not_supported_not_missing() -> None:
+    counted, partial = nvl_pair()
+    partial.violations_unsupported = {SYNC_BOOST, BOARD_LIMIT}  # NVMLError_NotSupported for these two
+    first, second = read_nvml(fake_pynvml([counted, partial])).devices
+    assert first.counters.violations.not_supported == []
+    found = second.counters.violations
+    assert (found.sync_boost_ns, found.board_limit_ns, found.thermal_ns) == (None, None, 0)
+    assert found.not_supported == ["sync_boost", "board_limit"]
+    assert not any("violations" in m for m in second.missing)
+
+
+def test_violation_times_that_cannot_be_read_are_null_and_named() -> None:
+    module = fake_pynvml(nvl_pair())
+    status = module.nvmlDeviceGetViolationStatus
+
+    def lost_thermal(handle: int, policy: int) -> Any:
+        if policy == THERMAL:
+            raise NVMLError(15)
+        return status(handle, policy)
+
+    module.nvmlDeviceGetViolationStatus = lost_thermal
+    device = read_nvml(module).devices[0]
+    assert device.counters.violations.thermal_ns is None and device.counters.violations.power_ns == 0
+    assert device.missing == ["counters.violations.thermal_ns: GPU is lost"]
+    del module.nvmlDeviceGetViolationStatus  # bindings without the call: one line, not one per policy
+    device = read_nvml(module).devices[0]
+    assert device.counters.violations.power_ns is None
+    assert device.missing == ["counters.violations: this pynvml has no nvmlDeviceGetViolationStatus"]
+
+
 @pytest.mark.parametrize(
     ("code", "text"), [(13000, "13.0"), (12080, "12.8"), (12020, "12.2"), (11040, "11.4")]
 )

@@ -16,6 +16,7 @@ from pav.reporting import bad_parts, causes
 from pav.results import HostRecord, TestResult
 from pav.thresholds import counters, gpu_state, health, versions
 from pav.thresholds.node_policy import NodePolicy, node_policy, recorded_policy
+from pav.thresholds.violations import POLICIES, SHARE
 from tests.thresholds.node_state import around_load, changed, recorded
 
 HEALTHY = ["h100x2-idle-1.json", "h100x2-before-load.json", "h100x2-after-load.json", "h200x4-idle-1.json",
@@ -280,6 +281,86 @@ def test_no_second_read_no_counters_no_result() -> None:
     cpu = {"gpus": {"source": "none", "devices": [], "rdma": []}, "gpus_after": {"source": "none"}}
     assert counters.counters_results({"b": HostRecord("b", facts=cpu)}) == []
     assert not counters.has_counters(cpu["gpus"]) and counters.has_counters(facts["gpus"])
+
+
+# --- clock violation time over the run (issue 63) -----------------------------------------------------------
+
+GPU2_H200 = "GPU 2 (00000000:00:08.0, GPU-e23e0990-0cf6-858d-d4b7-19002afa3d2f)"
+RUN_S = 165.9  # the seconds between the reads, as a default-set run's
+
+
+def with_violations(after_s: dict[str, float], gpu: int = 2) -> dict[str, Any]:
+    """The 4x H200's reads around its load, each GPU's violation counters added as NVML gives them (ns since
+    the driver loaded: some power and low-utilization time already); `gpu` held back after_s more seconds
+    per policy by the second read."""
+    facts = changed(around_load("h200x4"))
+    facts["gpus_after"]["read_at"] = RUN_S
+    since_load = {"power": 812.4, "low_utilization": 3600.0}
+    for read, extra in (("gpus", {}), ("gpus_after", after_s)):
+        for dev in facts[read]["devices"]:
+            held = {p: since_load.get(p, 0.0) + (extra.get(p, 0.0) if dev["index"] == gpu else 0.0)
+                    for p in POLICIES}  # fmt: skip
+            dev["counters"]["violations"] = {f"{p}_ns": round(s * 1e9) for p, s in held.items()}
+            dev["counters"]["violations"]["not_supported"] = []
+    return facts
+
+
+@pytest.mark.parametrize(
+    ("policy", "problem"),
+    [
+        ("thermal", "thermal violation 14.2 s of the 165.9 s run (8.6%): the GPU held its clocks back for "
+                    "heat under load"),
+        ("sync_boost", "sync-boost violation 14.2 s of the 165.9 s run (8.6%): the GPU held its clocks to "
+                       "a slower GPU of its sync-boost group"),
+    ],
+)  # fmt: skip
+def test_a_gpu_held_back_for_heat_or_sync_boost_under_load_fails_naming_it(policy: str, problem: str) -> None:
+    result = counted(with_violations({policy: 14.2, "power": 120.0}))
+    assert result.status == "fail"
+    assert problems(result) == [{"part": GPU2_H200, "problem": f"{GPU2_H200}: {problem}"}]
+    assert result.metrics["violation_s"]["2"][policy] == 14.2
+    [part] = bad_parts.find({"tests": [vars(result)]})
+    assert part.line().startswith(f"gpu-node {GPU2_H200}: ") and "under load" in part.worst.cause
+
+
+def test_power_cap_time_is_recorded_not_judged() -> None:
+    """A GPU at its power limit under dense GEMMs is how it is meant to run: 150 of 165.9 s passes."""
+    result = counted(with_violations({"power": 150.0, "low_utilization": 15.0, "board_limit": 3.0}))
+    assert (result.status, problems(result)) == ("pass", [])
+    assert result.metrics["violation_s"]["2"] == {
+        "power": 150.0, "thermal": 0.0, "sync_boost": 0.0, "board_limit": 3.0, "low_utilization": 15.0,
+    }  # fmt: skip
+    assert result.metrics["violation_s"]["0"]["power"] == 0.0
+
+
+def test_heat_up_to_one_percent_of_the_run_passes() -> None:
+    assert SHARE == 0.01
+    assert counted(with_violations({"thermal": 1.659})).status == "pass"  # 1.0% of 165.9 s
+    assert counted(with_violations({"thermal": 1.7})).status == "fail"
+
+
+def test_reads_without_violation_counters_judge_none() -> None:
+    """Facts read before issue 63 (the fixtures' recordings as they are), or a policy NotSupported on the
+    board (null both times): nothing to judge, nothing recorded."""
+    plain = counted(around_load("h200x4"))
+    assert plain.status == "pass" and "violation_s" not in plain.metrics
+    older_first = with_violations({"thermal": 30.0})
+    for dev in older_first["gpus"]["devices"]:
+        del dev["counters"]["violations"]
+    assert counted(older_first).status == "pass" and "violation_s" not in counted(older_first).metrics
+    unsupported = with_violations({})
+    for read in ("gpus", "gpus_after"):
+        unsupported[read]["devices"][2]["counters"]["violations"].update(thermal_ns=None)
+    assert "thermal" not in counted(unsupported).metrics["violation_s"]["2"]
+
+
+def test_violation_counters_alone_make_a_read_worth_judging() -> None:
+    facts = with_violations({"thermal": 30.0})
+    for read in ("gpus", "gpus_after"):
+        for dev in facts[read]["devices"]:
+            dev["counters"] |= {"pcie_replay": None, "nvlink": [], "aer": {}}
+    assert counters.has_counters(facts["gpus"])
+    assert counted(facts).status == "fail"
 
 
 # --- in the run's judgement ----------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""A GPU's error counters since boot: PCIe replays and NVLink DL errors through NVML, PCIe AER totals from
-sysfs. Gates judge their change between the reads before and after a run, not their size."""
+"""A GPU's error counters since boot: PCIe replays, NVLink DL errors and clock violation times through NVML,
+PCIe AER totals from sysfs. Gates judge their change between the reads before and after a run, not their
+size."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from types import ModuleType
 from typing import Any
 
 from pav_payload.gpu_facts.decode import sysfs_bus_id
-from pav_payload.gpu_facts.missing import LinkMissing, Missing, describe_error
-from pav_payload.gpu_facts.output import Aer, GpuCounters, NvLinkErrors
+from pav_payload.gpu_facts.missing import LinkMissing, Missing, describe_error, error_code
+from pav_payload.gpu_facts.output import Aer, GpuCounters, NvLinkErrors, Violations
 
 PCI_ROOT = Path("/sys/bus/pci/devices")
 # Counter -> (nvmlNvLinkErrorCounter_t name, its value in nvml.h). ECC-data is left out: it counts errors
@@ -20,6 +21,15 @@ NVLINK_ERROR_COUNTERS = {
     "crc_flit": ("NVML_NVLINK_ERROR_DL_CRC_FLIT", 2),
     "crc_data": ("NVML_NVLINK_ERROR_DL_CRC_DATA", 3),
 }
+# Violations field -> (nvmlPerfPolicyType_t name, its value in nvml.h); older bindings lack some names.
+VIOLATION_POLICIES = {
+    "power_ns": ("NVML_PERF_POLICY_POWER", 0),
+    "thermal_ns": ("NVML_PERF_POLICY_THERMAL", 1),
+    "sync_boost_ns": ("NVML_PERF_POLICY_SYNC_BOOST", 2),
+    "board_limit_ns": ("NVML_PERF_POLICY_BOARD_LIMIT", 3),
+    "low_utilization_ns": ("NVML_PERF_POLICY_LOW_UTILIZATION", 4),
+}
+NVML_ERROR_NOT_SUPPORTED = 3
 # Aer field -> (the sysfs file, the line in it holding the total; the others count one error kind each).
 AER_FILES = {
     "correctable": ("aer_dev_correctable", "TOTAL_ERR_COR"),
@@ -33,7 +43,28 @@ def read_counters(nvml: ModuleType, h: Any, up_links: list[int], missing: Missin
     return GpuCounters(
         pcie_replay=missing.read("counters.pcie_replay", lambda: int(nvml.nvmlDeviceGetPcieReplayCounter(h))),
         nvlink=_nvlink_errors(nvml, h, up_links, missing),
+        violations=read_violations(nvml, h, missing),
     )
+
+
+def read_violations(nvml: ModuleType, h: Any, missing: Missing) -> Violations:
+    """Each policy's violation time; one NotSupported (a policy the board does not count) is a fact of the
+    board, listed in not_supported, not a gap in the read."""
+    read = getattr(nvml, "nvmlDeviceGetViolationStatus", None)
+    if read is None:  # bindings too old to have it: one line, not one per policy
+        missing.items.append("counters.violations: this pynvml has no nvmlDeviceGetViolationStatus")
+        return Violations()
+    not_supported = int(getattr(nvml, "NVML_ERROR_NOT_SUPPORTED", NVML_ERROR_NOT_SUPPORTED))
+    found = Violations()
+    for name, (constant, default) in VIOLATION_POLICIES.items():
+        try:
+            setattr(found, name, int(read(h, int(getattr(nvml, constant, default))).violationTime))
+        except Exception as exc:  # see Missing.read
+            if error_code(exc) == not_supported:
+                found.not_supported.append(name.removesuffix("_ns"))
+            else:
+                missing.items.append(f"counters.violations.{name}: {describe_error(exc)}")
+    return found
 
 
 def _nvlink_errors(nvml: ModuleType, h: Any, up_links: list[int], missing: Missing) -> list[NvLinkErrors]:

@@ -116,10 +116,25 @@ class NvLinkErrors:
 
 
 @dataclass
+class Violations:
+    """How long, in ns since the driver loaded, NVML says each perf policy held the GPU's clocks under what
+    was asked (nvmlDeviceGetViolationStatus): read before and after the tests, the change is the time it
+    throttled under load, which the idle reads of clock_event_reasons never see (issue 63)."""
+
+    power_ns: int | None = None
+    thermal_ns: int | None = None
+    sync_boost_ns: int | None = None
+    board_limit_ns: int | None = None
+    low_utilization_ns: int | None = None
+    not_supported: list[str] = field(default_factory=list)  # policies this GPU answers NotSupported for
+
+
+@dataclass
 class GpuCounters:
     pcie_replay: int | None = None
     aer: Aer = field(default_factory=Aer)
     nvlink: list[NvLinkErrors] = field(default_factory=list)  # the links that are up
+    violations: Violations = field(default_factory=Violations)
 
 
 @dataclass

@@ -98,6 +98,11 @@ FIGURE_RULES: tuple[tuple[str, str], ...] = (
         "or memory errors (nvidia-smi -q -d ECC)",
     ),
     (
+        r"(h2d|d2h)_gbps_rounds",
+        "the GPU's host copies dip in some rounds and not others: a PCIe link that comes and goes "
+        "(retraining, replays: the error_counters result, nvidia-smi -q -d PCIE), a marginal riser or slot",
+    ),
+    (
         r"h2d|d2h",
         "copies between the GPU and host memory are slow: PCIe trained below its generation or width "
         "(nvidia-smi -q -d PCIE), the wrong NUMA node, or another process copying",
@@ -144,6 +149,10 @@ PROBLEM_RULES: tuple[tuple[str, str], ...] = (
     (r"PCIe link trained", "a bad riser, slot or seating (nvidia-smi -q -d PCIE)"),
     (r"ECC|row remapping|Xid", "a failing GPU: drain it, reset it, and replace it if the errors return "
      "(nvidia-smi -q -d ECC,ROW_REMAPPER; dmesg)"),
+    (r"thermal violation", "the GPU throttled for heat under load: cooling, airflow, fans or the inlet "
+     "temperature (nvidia-smi -q -d TEMPERATURE,PERFORMANCE during a load)"),
+    (r"sync-boost violation", "the GPU was held to a slower GPU of its sync-boost group under load: that "
+     "GPU's own line, or the group's setting (nvidia-smi -q -d PERFORMANCE)"),
     (r"clocks held back", "cooling or power: the hardware slows the GPU (nvidia-smi -q -d PERFORMANCE)"),
     (r"power limit", "a power cap someone set (nvidia-smi -q -d POWER; nvidia-smi -pl restores it)"),
     (r"HCA is missing", "an HCA gone from the bus or its driver (lspci, ibstat)"),

@@ -24,6 +24,7 @@ from pav.thresholds.derive import (
     derive_host,
     probe_gates,
 )
+from pav.thresholds.dips import dip_checks
 from pav.thresholds.hardware import HostHardware, given_gpus, read_hardware
 from pav.thresholds.references import reference_gates
 from pav.thresholds.relative import relative_gates
@@ -136,6 +137,8 @@ def _judge(
     gates += relative_gates(test.name, test.metrics, hw)
     gates += _references(test, [hw] if hw is not None else members or [])  # no profile gate overrides these
     checked = [g.check(test.metrics) for g in gates if isinstance(g, DerivedGate)]
+    if is_probe(test.name):  # beside the relative gates: each GPU's host copy rounds against its own best
+        checked += dip_checks(test.metrics, {g.metric_key: g.label() for g in hw.gpus} if hw else {})
     test.threshold.setdefault("gates", []).extend(checked)
     failures = [c["reason"] for c in checked if c["status"] != "pass"]
     ruled_out = [g for g in gates if isinstance(g, NotApplicable)]

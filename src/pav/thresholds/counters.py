@@ -2,8 +2,9 @@
 read at configure (facts.gpus) and again after the tests (facts.gpus_after, roles/run_tests). NVLink CRC
 counts from boot (1-65 per link on a healthy H200, 347-457 on a healthy H100: tests/payload/fixtures/
 node-state), so the gates are on the change over the run, with DCGM's and NVSentinel's figures as the
-anchors (docs/thresholds.md, "Error counters"). One `error_counters` result per host read twice, each
-problem naming the GPU and link or the port.
+anchors (docs/thresholds.md, "Error counters"). Each GPU's clock violation times are judged the same way
+(violations.py, issue 63). One `error_counters` result per host read twice, each problem naming the GPU
+and link or the port.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from pav.results import HostRecord, TestResult
 from pav.thresholds.hardware import Gpu, device_bus_id, read_hardware
+from pav.thresholds.violations import SHARE, counted, violation_problems, violation_seconds
 
 NAME = "error_counters"
 NVLINK_CRC_PER_S = 100.0  # DCGM health: NVLink CRC >= 100/s fails (any replay or recovery too)
@@ -48,23 +50,31 @@ def _counted(counters: Any) -> bool:
         return False
     aer = counters.get("aer") or {}
     read = [counters.get("pcie_replay"), *aer.values()]
-    return bool(counters.get("nvlink")) or any(v is not None for v in read)
+    return bool(counters.get("nvlink")) or any(v is not None for v in read) or counted(counters)
 
 
 def judge_host(host: str, facts: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> TestResult:
     seconds = max(float(after.get("read_at") or 0) - float(before.get("read_at") or 0), 1.0)
     labels = {g.bus_id: g for g in read_hardware(host, facts).gpus}
     found: list[tuple[str, str]] = []
+    held: dict[str, dict[str, float]] = {}  # GPU index -> policy -> seconds its clocks were held back
     then = {device_bus_id(d): d for d in before.get("devices") or []}
     for dev in after.get("devices") or []:
         bus = device_bus_id(dev)
         if bus in labels and bus in then:
-            found += gpu_problems(
-                labels[bus], then[bus].get("counters") or {}, dev.get("counters") or {}, seconds
-            )
+            old, new = then[bus].get("counters") or {}, dev.get("counters") or {}
+            found += gpu_problems(labels[bus], old, new, seconds)
+            if spent := violation_seconds(old, new):
+                held[str(labels[bus].index)] = spent
+                found += violation_problems(labels[bus].label(), spent, seconds)
     found += port_problems(before.get("rdma") or [], after.get("rdma") or [], seconds)
-    metrics = {"seconds_between_reads": round(seconds, 1), "problems": len(found)}
-    why = "no NVLink, PCIe, AER or RDMA port error counter grew past its gate over the run (facts.gpus_after)"
+    metrics: dict[str, Any] = {"seconds_between_reads": round(seconds, 1), "problems": len(found)}
+    if held:  # power-cap time among them: recorded, not judged
+        metrics["violation_s"] = held
+    why = (
+        "no NVLink, PCIe, AER or RDMA port error counter grew past its gate over the run (facts.gpus_after), "
+        f"and no GPU held its clocks back for heat or sync boost over {SHARE:.0%} of it"
+    )
     threshold: dict[str, Any] = {"gates": [{"metric": "problems", "max": 0, "why": why}]}
     if found:
         threshold["problems"] = [{"part": part, "problem": p} for part, p in found]
