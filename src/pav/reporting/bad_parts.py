@@ -158,7 +158,8 @@ def _derived_fails(gate: dict[str, Any]) -> bool:
 
 def _derived(test: str, gate: dict[str, Any]) -> Figure:
     metric, value, bound = str(gate.get("metric")), _number(gate.get("value")), _number(gate.get("min"))
-    if gate.get("basis") == "burn-in":  # its reason names the GPU and the minute it went wrong
+    # Its reason names the part: a burn-in's the GPU and the minute it went wrong, a transport's the fabric.
+    if gate.get("basis") in ("burn-in", "transport"):
         cause = causes.figure_cause(str(gate.get("part") or "host"), metric)
         score = _score(value, bound, _number(gate.get("max")))
         reason = str(gate.get("reason") or metric).removeprefix(f"{gate.get('part')}: ")  # the line names it
