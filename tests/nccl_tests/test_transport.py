@@ -59,6 +59,12 @@ def test_roce_is_ncclS_ib_transport() -> None:
 def test_the_hpcx_plugin_names_its_ib_ibext() -> None:
     found = transport("nccl1814_ibext_v8_cumem.txt")
     assert found.net == "IBext_v8" and is_ib("IBext_v8") and not is_ib("Socket")
+    assert transport("nccl1029_pdsh_prefix_ibext.txt").nets == ("IBext",)  # behind a launcher's "HOST: "
+
+
+def test_a_recent_nccl_still_says_using_network() -> None:
+    found = transport("nccl1925_gin_era_using_network_ib.txt")
+    assert found.nets == ("IB",) and not found.ib_disabled  # "set by environment to 0."
 
 
 @pytest.mark.parametrize(
