@@ -22,6 +22,15 @@ def test_a_container_without_its_hcas_falls_back_to_sockets() -> None:
     assert found.net_connections == 0  # the init lines alone: no channel connected yet
 
 
+def test_todays_nccl_falling_back_to_sockets() -> None:
+    """NCCL 2.28.9, recorded on an H200 with no HCA: two NCCL_HOSTIDs make two nodes of one machine."""
+    found = transport("device_h200_nccl2289_two_hostids_socket.txt")
+    assert (found.net, found.nets, found.net_connections) == ("Socket", ("Socket",), 4)
+    assert found.no_ib_device and not found.ib_disabled
+    assert (found.intra, found.nvls, found.nvls_channels) == ((), None, 0)
+    assert found.info_lines == 55  # every line but the script's own
+
+
 def test_socket_channels_between_hosts_and_ipc_within() -> None:
     found = transport("nccl952_socket_p2p_ipc.txt")
     assert (found.net, found.net_connections) == ("Socket", 2)

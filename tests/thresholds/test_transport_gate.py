@@ -10,6 +10,8 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from pav.commands.judge import Rejudgement, rejudge
 from pav.reporting import bad_parts
 from pav.results import TestResult
@@ -19,6 +21,8 @@ NCCL_INFO = Path(__file__).parents[1] / "nccl_tests" / "fixtures" / "nccl_info"
 TEST = "torch_nccl_allreduce_multi"
 NDR = [f"mlx5_{i} 1 4: ACTIVE|400 Gb/sec (4X NDR)|InfiniBand" for i in range(8)]
 SOCKET_FALLBACK = "nccl941_container_no_ib_socket.txt"  # NET/IB : No device found, Using network Socket
+# NCCL 2.28.9 on an H200 without HCAs, two NCCL_HOSTIDs on one machine: the same fallback as a whole log.
+TODAYS_SOCKET_FALLBACK = "device_h200_nccl2289_two_hostids_socket.txt"
 IB = "nccl1189_ib_gdrdma_cumem.txt"  # via NET/IB/N/GDRDMA between hosts, P2P/CUMEM within
 
 
@@ -47,8 +51,9 @@ def transport_gates(test: TestResult) -> list[dict[str, object]]:
     return [g for g in test.threshold.get("gates", []) if g.get("basis") == "transport"]
 
 
-def test_sockets_between_infiniband_hosts_fail_naming_the_transport(tmp_path: Path) -> None:
-    found = rejudge(recorded_run(tmp_path, "infiniband", SOCKET_FALLBACK))
+@pytest.mark.parametrize("excerpt", [SOCKET_FALLBACK, TODAYS_SOCKET_FALLBACK])
+def test_sockets_between_infiniband_hosts_fail_naming_the_transport(tmp_path: Path, excerpt: str) -> None:
+    found = rejudge(recorded_run(tmp_path, "infiniband", excerpt))
     test = judged(found)
     assert found.verdict == "FAIL" and test.status == "fail"
     assert test.reason == (
