@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pav.commands import gates
 from pav.commands.judge import Rejudgement, rejudge
 from pav.reporting import bad_parts
 from pav.results import TestResult
@@ -74,13 +75,17 @@ def test_sockets_between_infiniband_hosts_fail_naming_the_transport(tmp_path: Pa
 
 
 def test_infiniband_between_infiniband_hosts_passes(tmp_path: Path) -> None:
-    found = rejudge(recorded_run(tmp_path, "infiniband", IB))
+    run = recorded_run(tmp_path, "infiniband", IB)
+    found = rejudge(run)
     test = judged(found)
     assert found.verdict == "PASS" and test.status == "pass"
     assert test.metrics["nccl_transport"]["net"] == "IB"
     assert test.metrics["nccl_transport"]["intra"] == ["P2P/CUMEM"]
     [gate] = transport_gates(test)
     assert (gate["value"], gate["status"]) == ("IB", "pass")
+    # `gates` prints it among the gates judge applies, its bound the network the fabric expects.
+    applied = gates.render_applied(gates.applied(run))
+    assert f"{'nccl_transport.net':<40} {'= IB':<14} transport: nccl_env_fabric: infiniband" in applied
 
 
 def test_no_info_lines_pass_with_the_transport_unknown(tmp_path: Path) -> None:
