@@ -14,8 +14,10 @@ import pytest
 
 from pav.commands import gates
 from pav.commands.judge import Rejudgement, rejudge
+from pav.nccl_transport import read
 from pav.reporting import bad_parts
 from pav.results import TestResult
+from pav.thresholds import transport
 
 RUN = Path(__file__).parent / "fixtures" / "h200x4b-split-2x2-nvlink"
 NCCL_INFO = Path(__file__).parents[1] / "nccl_tests" / "fixtures" / "nccl_info"
@@ -25,6 +27,7 @@ SOCKET_FALLBACK = "nccl941_container_no_ib_socket.txt"  # NET/IB : No device fou
 # NCCL 2.28.9 on an H200 without HCAs, two NCCL_HOSTIDs on one machine: the same fallback as a whole log.
 TODAYS_SOCKET_FALLBACK = "device_h200_nccl2289_two_hostids_socket.txt"
 IB = "nccl1189_ib_gdrdma_cumem.txt"  # via NET/IB/N/GDRDMA between hosts, P2P/CUMEM within
+IB_DISABLED = "nccltests188_ib_disabled_socket.txt"  # NCCL_IB_DISABLE set by environment to 1, then Socket
 
 
 def recorded_run(tmp_path: Path, fabric: str, excerpt: str = "") -> Path:
@@ -125,3 +128,40 @@ def test_a_failure_of_the_record_is_judged_again_the_same(tmp_path: Path) -> Non
     test = judged(again)
     assert next(r.how for r in again.tests if r.test.name == TEST) == "gates"
     assert test.status == "fail" and test.reason == judged(first).reason
+
+
+def transport_of(excerpt: str) -> dict[str, object]:
+    return read([NCCL_INFO / excerpt]).record()
+
+
+def test_roce_hosts_where_ib_was_disabled_name_the_variable() -> None:
+    """A real log where NCCL_IB_DISABLE=1 reached NCCL, on hosts set up for RoCE: the reason says so."""
+    test = TestResult(TEST, ["n1", "n2"], "pass", metrics={"nccl_transport": transport_of(IB_DISABLED)})
+    transport.judge(test, {"n1": "roce", "n2": "roce"})
+    assert (test.status, test.reason) == (
+        "fail",
+        "fabric: NCCL used NET/Socket between the hosts, where they are set up for RoCE (nccl_env_fabric: "
+        "roce): NCCL was told not to use it (NCCL_IB_DISABLE set by environment to 1): unset NCCL_IB_DISABLE "
+        "where the launch gets it (nccl_env_extra, the job's environment)",
+    )
+
+
+def test_a_test_that_failed_already_gets_the_cause_after_its_reason() -> None:
+    """A timeout over sockets: the timeout stays first, the transport names why it may have run so long."""
+    metrics = {"nccl_transport": transport_of(SOCKET_FALLBACK)}
+    test = TestResult(TEST, ["n1", "n2"], "fail", "timeout after 900s on n1; killed on the host", metrics)
+    transport.judge(test, {"n1": "infiniband", "n2": "infiniband"})
+    assert test.status == "fail"
+    assert test.reason.startswith(
+        "timeout after 900s on n1; killed on the host; fabric: NCCL used NET/Socket"
+    )
+
+
+@pytest.mark.parametrize("fabrics", [{"n1": "infiniband", "n2": "socket"}, {"n1": "infiniband"}])
+def test_hosts_whose_fabric_is_unknown_or_differs_are_not_judged(fabrics: dict[str, str]) -> None:
+    test = TestResult(TEST, ["n1", "n2"], "pass", metrics={"nccl_transport": transport_of(SOCKET_FALLBACK)})
+    transport.judge(test, fabrics)
+    assert test.status == "pass" and not transport_gates(test)
+    why = "NCCL used NET/Socket; the hosts' fabric (facts.nccl_env.fabric) is unknown or differs"
+    expected = {"metric": "nccl_transport.net", "not_applicable": why}
+    assert test.threshold["not_applicable"] == [expected]
