@@ -45,6 +45,9 @@ NCCL_TESTS_OPS = (("all_reduce", "all_reduce"), ("all_gather", "all_gather"),
 # Inter-node gates hold the algorithm fixed: Ring crosses the fabric at the HCAs' rate, while NCCL's own
 # choice (tree, NVLS, CollNet) varies with size and version and would move the number the gate judges.
 RING = {"NCCL_ALGO": "Ring"}
+# NCCL's INFO lines of what it chose (network, paths, NVLS; pav.nccl_transport reads them), only from the
+# tests whose transport is judged: INIT and NET alone keep the log to a few lines per rank and channel.
+NCCL_CHOICES_LOGGED = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
 
 def gloo(ops: str, sizes: str) -> tuple[str, ...]:
@@ -104,6 +107,9 @@ class TestSpec:
     # Measures each GPU and each GPU pair alone (pav_payload probe): its figures are judged by the gates
     # derived per GPU and per pair (thresholds/derive.py, relative.py) and drawn as the report's GPU grid.
     per_gpu_probe: bool = False
+    # NCCL logs what it chose (NCCL_CHOICES_LOGGED in env): its log's INFO lines are recorded as the test's
+    # nccl_transport, and the network between hosts is held to their fabric (thresholds/transport.py).
+    nccl_transport: bool = False
 
     @property
     def payload(self) -> str:
@@ -312,8 +318,9 @@ CATALOG: dict[str, TestSpec] = {
             "cluster",
             True,
             ("collectives", "--backend", "nccl", "--ops", "all_reduce", "--sizes", BIG_SIZES),
-            env=RING,
+            env=RING | NCCL_CHOICES_LOGGED,
             inter_node_metric="busbw_gbps.all_reduce",
+            nccl_transport=True,
         ),
         TestSpec(
             "train_gpu_ddp_multi",
@@ -343,8 +350,9 @@ CATALOG: dict[str, TestSpec] = {
             "cluster",
             True,
             ("all_reduce_perf", *NCCL_TESTS_SWEEP),
-            env=RING,
+            env=RING | NCCL_CHOICES_LOGGED,
             inter_node_metric="busbw_gbps",
+            nccl_transport=True,
         ),
         *(
             TestSpec(

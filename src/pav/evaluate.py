@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pav import nccl_transport
+from pav.catalog import spec_of
 from pav.launch import Launch
 from pav.nccl_tests import record as nccl_record
 from pav.nccl_tests.grade import grade as nccl_grade
@@ -68,19 +70,29 @@ def evaluate_group(
     if timed_out:
         result.status = "fail"
         result.reason = f"timeout after {launch.timeout_s}s on {', '.join(timed_out)}; killed on the host"
-        return result
+        return _with_transport(result, dirs)
     if launch.launcher == "nccl_tests":
         argv = launch.argv_by_host[launch_hosts[0]]
         # The binary names the collective: argv[0] on one host, after mpirun's options across hosts.
         binary = next((a for a in argv if a.endswith("_perf")), argv[0])
-        return _judge_nccl_tests(result, rcs, dirs, nccl_gates or {}, binary)
+        return _with_transport(_judge_nccl_tests(result, rcs, dirs, nccl_gates or {}, binary), dirs)
     ranks = [rank for d in dirs.values() for rank in _read_ranks(d)]
     workload = of_ranks(ranks)
     result.workload = workload.to_dict() if workload else {}
     expected = sum(launch.ranks_by_host.get(h, 0) for h in launch_hosts)
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
     log = _log(next(iter(dirs.values())))
-    return _judge_ranks(result, failed_rc, ranks, expected, gates, log)
+    return _with_transport(_judge_ranks(result, failed_rc, ranks, expected, gates, log), dirs)
+
+
+def _with_transport(result: TestResult, dirs: dict[str, Path]) -> TestResult:
+    """What NCCL's INFO lines in the hosts' launcher.log say it used, for a test whose transport is judged
+    (its own failure included: a fallback to sockets may be why it timed out or failed)."""
+    spec = spec_of(result.name)
+    if spec is not None and spec.nccl_transport:
+        found = nccl_transport.read(d / "launcher.log" for d in dirs.values())
+        result.metrics["nccl_transport"] = found.record()
+    return result
 
 
 def _no_result(result: TestResult, missing: list[str], lost: Mapping[str, str], cut: str) -> TestResult:

@@ -68,7 +68,9 @@ def nccl_hosts(n: int, mpi: bool) -> list[HostView]:
 def test_inter_node_tests_pin_ring() -> None:
     names = ["torch_nccl_allreduce_multi", "nccl_tests_all_reduce_multi"]
     launches, _ = plan_launches(catalog.select(names), nccl_hosts(2, mpi=True), Settings(), "r", LIMIT)
-    assert [launch.env for launch in launches] == [{"NCCL_ALGO": "Ring"}] * 2
+    # Ring, and NCCL's INFO lines of INIT and NET: what it chose is judged against the hosts' fabric.
+    logged = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+    assert [launch.env for launch in launches] == [{"NCCL_ALGO": "Ring", **logged}] * 2
     # Host-scope tests keep NCCL's own algorithm choice.
     [local], _ = plan_launches(
         catalog.select(["torch_nccl_allreduce"]), nccl_hosts(1, True), Settings(), "r", LIMIT

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pav import catalog
-from pav.catalog import with_slurm_checks
+from pav.catalog import NCCL_CHOICES_LOGGED, RING, with_slurm_checks
 from pav.errors import PavError
 from pav.launch import Launch
 from pav.launches import HostView, plan_launches
@@ -17,6 +17,8 @@ from pav.results import TestResult
 from pav.run_inputs import Timeouts
 from pav.settings import Settings, settings_from
 from pav.slurm.plan import plan_slurm
+
+INTER_NODE_ENV = RING | NCCL_CHOICES_LOGGED  # Ring, and NCCL's INFO lines of what it chose
 
 LIMIT = Timeouts(900).for_test
 
@@ -136,7 +138,7 @@ def test_nccl_tests_across_nodes_run_a_rank_per_gpu_with_the_tests_env(tmp_path:
     settings.slurm_mpi = "pmi2"
     launches, _, _ = plan(catalog.select(["nccl_tests_all_reduce_multi"]), views, settings, "r", tmp_path)
     [multi] = [la for la in launches if la.test == "nccl_tests_all_reduce_multi"]
-    assert multi.env == {"NCCL_ALGO": "Ring"}  # sbatch passes it on to every rank
+    assert multi.env == INTER_NODE_ENV  # sbatch passes it on to every rank
     script = (tmp_path / "slurm" / "nccl_tests_all_reduce_multi.sbatch").read_text()
     for line in ("#SBATCH --ntasks-per-node=8", "#SBATCH --gpus-per-node=8", "srun --mpi=pmi2"):
         assert line in script, line
@@ -148,7 +150,7 @@ def test_every_slurm_launch_carries_its_tests_env(tmp_path: Path) -> None:
     direct, _ = plan_launches(specs, hosts(2, gpus=8), Settings(), "r", LIMIT)
     launches, _, _ = plan(specs, hosts(2, gpus=8), slurm_settings(), "r", tmp_path)
     [slurm] = [la for la in launches if la.test == "torch_nccl_allreduce_multi"]
-    assert slurm.env == direct[0].env == {"NCCL_ALGO": "Ring"}
+    assert slurm.env == direct[0].env == INTER_NODE_ENV
 
 
 def test_gpu_binding_asks_one_gpu_per_task(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from pav import catalog, cli, paths, run_inputs
+from pav.catalog import NCCL_CHOICES_LOGGED
 from pav.envs import resolve_env
 from pav.errors import PavError
 from pav.k8s import job_api, render
@@ -212,7 +213,24 @@ def test_both_apis_give_the_gpu_pods_the_same_spec(
         pod["containers"][0].pop("name")
         pod["containers"][0].pop("ports", None)  # PyTorchJob's rendezvous port; the torch plugin adds its own
         pod["containers"][0].pop("command", None) if flavor == "torch" else None  # the TrainJob's command
+        # The inter-node tests log NCCL's choices at INFO over the fabric's NCCL_DEBUG: not shared by every
+        # job of the flavor, it is left to each TrainJob, which carries its test's whole env.
+        env = pod["containers"][0].get("env") or []
+        pod["containers"][0]["env"] = [e for e in env if e["name"] not in NCCL_CHOICES_LOGGED]
     assert new == old
+
+
+def test_the_inter_node_tests_trainjobs_log_nccl_choices(trainer_run: dict[str, dict[str, Any]]) -> None:
+    """What the runtime leaves out (above), each inter-node test's TrainJob sets: NCCL logs its transport."""
+    judged = [
+        m
+        for m in trainer_run.values()
+        if m["kind"] == "TrainJob" and catalog.CATALOG[m["metadata"]["labels"]["pav-test"]].nccl_transport
+    ]
+    assert judged
+    for job in judged:
+        env = {e["name"]: e["value"] for e in job["spec"]["trainer"]["env"]}
+        assert {k: env.get(k) for k in NCCL_CHOICES_LOGGED} == NCCL_CHOICES_LOGGED
 
 
 def test_core_objects_pass_kubernetes_schemas(either: dict[str, dict[str, Any]]) -> None:

@@ -116,7 +116,7 @@ def applied(path: Path) -> dict[str, Any]:
 
 
 def _applied_gate(gate: dict[str, Any]) -> dict[str, Any]:
-    keys = ("metric", "min", "max", "basis", "source", "why")
+    keys = ("metric", "min", "max", "expected", "basis", "source", "why")
     out = {k: gate[k] for k in keys if gate.get(k) is not None}
     return out | ({} if "basis" in out else {"basis": "profile"})
 
@@ -132,6 +132,7 @@ def render_applied(judged: dict[str, Any]) -> str:
                 lines.append(f"    {g['metric']:<40} no gate: {g['not_applicable']}")
                 continue
             bound = " ".join(f"{op} {g[k]:.4g}" for op, k in ((">=", "min"), ("<=", "max")) if k in g)
+            bound = bound or (f"= {g['expected']}" if "expected" in g else "")  # NCCL's transport: a name
             lines.append(
                 f"    {g['metric']:<40} {bound:<14} {g['basis']}: {g.get('source') or g.get('why', '')}"
             )

@@ -160,8 +160,8 @@ def _derived_fails(gate: dict[str, Any]) -> bool:
 
 def _derived(test: str, gate: dict[str, Any]) -> Figure:
     metric, value, bound = str(gate.get("metric")), _number(gate.get("value")), _number(gate.get("min"))
-    # Their reasons name the GPU and when it went wrong (the burn-in's minute, the probe's rounds).
-    if gate.get("basis") in ("burn-in", "rounds"):
+    # Their reasons name the part: the burn-in's GPU and minute, the probe's rounds, a transport's fabric.
+    if gate.get("basis") in ("burn-in", "rounds", "transport"):
         cause = causes.figure_cause(str(gate.get("part") or "host"), metric)
         score = _score(value, bound, _number(gate.get("max")))
         reason = str(gate.get("reason") or metric).removeprefix(f"{gate.get('part')}: ")  # the line names it

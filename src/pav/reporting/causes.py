@@ -118,6 +118,11 @@ FIGURE_RULES: tuple[tuple[str, str], ...] = (
         "peer-to-peer off (NCCL_P2P_DISABLE) or too few channels (NCCL_MAX_NCHANNELS)",
     ),
     (r"wrong_total", CORRUPTION),
+    (
+        r"nccl_transport",
+        "NCCL did not run over the fabric the hosts are set up for (an HCA it did not find, NCCL_IB_DISABLE, "
+        "or a fabric set up wrong): the line says what NCCL logged and the fix",
+    ),
     (r"busbw", DEGRADED_LINK),
     (r"_per_s|scaling_efficiency", SLOW_TRAINING),
     (r"loss_ratio", NOT_LEARNING),

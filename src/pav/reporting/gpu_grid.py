@@ -209,7 +209,9 @@ def gate_reason(gate: dict[str, Any]) -> str:
 
 def gate_bound(gate: dict[str, Any]) -> str:
     bounds = [f"{k} {_fmt(gate[k])}" for k in ("min", "max") if _number(gate.get(k)) is not None]
-    return ", ".join(bounds) or "-"
+    # NCCL's transport is held to a network's name, not a bound.
+    expected = f"= {gate['expected']}" if gate.get("expected") else "-"
+    return ", ".join(bounds) or expected
 
 
 def gate_tables(results: dict[str, Any]) -> list[GateTable]:

@@ -29,6 +29,7 @@ from pav.thresholds.hardware import HostHardware, given_gpus, read_hardware
 from pav.thresholds.references import reference_gates
 from pav.thresholds.relative import relative_gates
 from pav.thresholds.sdc_parts import sdc_problems
+from pav.thresholds.transport import judge as judge_transport
 
 CHOSEN_WITHOUT_GATES = "gpu-correctness"
 
@@ -54,9 +55,12 @@ def derive_hosts(hosts: dict[str, HostRecord], declared: Declared | None = None)
 
 
 def apply_derived(tests: list[TestResult], derivation: Derivation, chosen_profile: str) -> None:
-    """Check each of these tests against its derived gates, and a burn-in against the burn-in gates (those
-    hold whatever profile was chosen: they compare a GPU with itself and its host, not with a datasheet)."""
+    """Check each of these tests against its derived gates, and a burn-in against the burn-in gates, a test
+    across hosts against their fabric (NCCL's transport): those hold whatever profile was chosen, as they
+    compare a GPU with itself and its host, and NCCL's choice with the hosts' setup, not with a datasheet."""
+    fabrics = {name: hw.fabric for name, hw in derivation.hardware.items()}
     for test in tests:
+        judge_transport(test, fabrics)
         spec = spec_of(test.name)
         if spec is None or not (spec.burn_in or spec.sdc):
             continue
@@ -143,7 +147,7 @@ def _judge(
     failures = [c["reason"] for c in checked if c["status"] != "pass"]
     ruled_out = [g for g in gates if isinstance(g, NotApplicable)]
     if ruled_out:
-        test.threshold["not_applicable"] = [g.describe() for g in ruled_out]
+        test.threshold.setdefault("not_applicable", []).extend(g.describe() for g in ruled_out)
     missing = [g for g in gates if isinstance(g, Missing)]
     if missing:
         test.threshold["missing"] = sorted({m.fact for m in missing})
