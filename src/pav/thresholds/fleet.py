@@ -16,6 +16,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from pav.catalog import spec_of
 from pav.results import TestResult
 from pav.thresholds.derive import UNITS
 from pav.thresholds.gate import lookup
@@ -31,8 +32,9 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", 
 COLLECTIVES = {f"busbw_gbps.{op}.{BIG}": 0.04 for op in OPS}
 PER_HOST = TRAINING | COLLECTIVES | {f"busbw_gbps.{BIG}": 0.04}
 PER_GPU = {"gemm_bf16_tflops": 0.05, "hbm_copy_gbps": 0.04}
-# FSDP's median step moved 9% between healthy runs of one GPU: only its steady figure is compared.
-UNSTEADY = {"train_gpu_fsdp": ("tokens_per_s_per_rank_min", "samples_per_s_per_rank_min")}
+# A test whose median moves more than the faults (catalog's steady_only: FSDP) is compared by its steady
+# figure alone.
+UNSTEADY = ("tokens_per_s_per_rank_min", "samples_per_s_per_rank_min")
 MAD_SCALE = 1.4826  # a normal distribution's sigma per median absolute deviation
 MAD_WIDTH = 3.0
 MIN_OTHERS_FOR_MAD = 3
@@ -65,7 +67,8 @@ def fleet_gates(tests: list[TestResult], hardware: dict[str, HostHardware]) -> N
 
 
 def _judge_group(members: list[TestResult], hardware: dict[str, HostHardware]) -> None:
-    skipped = UNSTEADY.get(members[0].name, ())
+    spec = spec_of(members[0].name)
+    skipped = UNSTEADY if spec is not None and spec.steady_only else ()
     for metric, floor in PER_HOST.items():
         if metric in skipped:
             continue
