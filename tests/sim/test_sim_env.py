@@ -8,6 +8,7 @@ destroyed, no namespace, mount, process, Terraform resource or subnet record lef
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,10 @@ def test_training_across_hosts_is_measured_against_each_hosts_own(full_run: Full
     tests = by_name(results)
     assert {t["status"] for t in tests["ddp_cpu_train"]} == {"pass"} and len(tests["ddp_cpu_train"]) == 3
     [multi] = tests["ddp_cpu_train_multi"]
-    slowest = min(t["metrics"]["samples_per_s_per_rank_min"] for t in tests["ddp_cpu_train"])
+    # Over the median host's own figure (issue 63: a straggler is no baseline for itself).
+    median = statistics.median(t["metrics"]["samples_per_s_per_rank_min"] for t in tests["ddp_cpu_train"])
     efficiency = multi["metrics"]["scaling_efficiency_nodes"]
-    assert efficiency == multi["metrics"]["samples_per_s_per_rank_min"] / slowest and efficiency > 0
+    assert efficiency == multi["metrics"]["samples_per_s_per_rank_min"] / median and efficiency > 0
     # Recorded, not gated: sockets between sim hosts that share this machine's cores promise no rate.
     assert all(g["metric"] != "scaling_efficiency_nodes" for g in multi["threshold"].get("gates", []))
 
