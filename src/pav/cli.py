@@ -6,7 +6,7 @@ import argparse
 import importlib
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pav import (
@@ -316,6 +316,9 @@ def make_context(args: argparse.Namespace) -> RunContext:
         options.extra_vars["torch_payload_python"] = torch_python.choose()
     if settings.payload_python_auto and "ansible_python_interpreter" not in options.extra_vars:
         options.extra_vars["ansible_python_interpreter"] = module_python.choose()
+    if settings.payload_python_auto and "pav_remote_dir" not in settings.origins and os.geteuid() != 0:
+        # This machine run as oneself: /var/lib is root's, the work folder goes to one's own state folder.
+        settings = replace(settings, remote_dir=str(paths.own_remote_dir()))
     inputs = run_inputs.resolve(env, options, settings)
     # Stages that launch nothing, given a kept run's dir, act on that run (its work on the hosts); its
     # record stays as it is: this run's own goes beside it.

@@ -56,6 +56,8 @@ PAYLOAD = ROOT / "payload"
 TERRAFORM = ROOT / "terraform"
 ANSIBLE_CFG = ROOT / "ansible" / "ansible.cfg"
 SCRIPTS = ROOT / "scripts"
+# The check of the tool's folders on a host: the roles run it, the driver's installer pastes it in.
+SAFE_DIR_SH = ROLES / "torch_payload" / "files" / "pav-safe-dir.sh"
 
 
 def make_private(folder: Path) -> Path:
@@ -67,11 +69,20 @@ def make_private(folder: Path) -> Path:
     return folder
 
 
+def own_remote_dir() -> Path:
+    """pav_remote_dir where the hosts are this machine and the tool runs as someone other than root: a
+    folder under their own home, which no one else can make first ($XDG_STATE_HOME or ~/.local/state)."""
+    return _state_base() / "provision-and-validate-host"
+
+
+def _state_base() -> Path:
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+
+
 def state_dir(env: str) -> Path:
     """Where a provisioning env keeps its Terraform state, never in the repo: PAV_STATE_DIR if set, else
     $XDG_STATE_HOME (or ~/.local/state)/provision-and-validate/ENV."""
     explicit = os.environ.get("PAV_STATE_DIR")
     if explicit:
         return Path(explicit).resolve()
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "provision-and-validate" / env
+    return _state_base() / "provision-and-validate" / env
