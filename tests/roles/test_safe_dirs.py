@@ -140,3 +140,19 @@ def test_a_launch_runs_in_folders_it_made_and_checked(tmp_path: Path) -> None:
     rc = remote / "runs" / "r1" / "results" / "t" / "launcher.rc"
     assert rc.read_text() == "0\n"
     assert oct((remote / "runs").stat().st_mode & 0o777) == "0o755"
+
+
+def test_the_facts_read_imports_nothing_from_the_folder_it_is_started_in(tmp_path: Path) -> None:
+    """Issue 62: `python -m pav_payload host-facts` put the folder Ansible started it in first on sys.path
+    (no -P; and PYTHONSAFEPATH is ignored before Python 3.11): a pav_payload planted there ran as root."""
+    dest = tmp_path / "lib" / "pav" / "payload"
+    assert deploy(tmp_path, dest).returncode == 0
+    marker = tmp_path / "PWNED"
+    (tmp_path / "pav_payload").mkdir()
+    for name in ("__init__.py", "__main__.py"):
+        (tmp_path / "pav_payload" / name).write_text(f"open({str(marker)!r}, 'w').close()\n")
+    role_vars = {"torch_payload_dest": str(dest), "torch_payload_python": sys.executable}
+    run = play(tmp_path, "torch_payload", "facts", role_vars)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert not marker.exists()
+    assert did(run, "Record the host's torch and GPUs") == "ok"
