@@ -271,6 +271,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
     if not_found:
         raise PavError(not_found)
     env: EnvSpec = where_to_run(args)
+    # Its Terraform state, keys and keep records drive the run: another account's is refused (issue 62).
+    paths.refuse_untrusted(paths.state_dir(env.state_name), "state dir")
     if args.hosts is not None and args.hosts < 1:
         raise PavError("--hosts must be at least 1")
     for flag, value in (("--hosts", args.hosts), ("--max-hours", args.max_hours), ("--reuse", args.reuse)):
