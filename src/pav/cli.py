@@ -25,6 +25,7 @@ from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.extravars import parse_extra_vars
 from pav.options import ON_FAIL
+from pav.printable import printable
 from pav.reporting import pushgateway, timings
 from pav.results import RunResults
 from pav.settings import PLATFORMS, load_settings
@@ -373,11 +374,12 @@ def run(argv: list[str]) -> int:
     link_kept_run(ctx)
     summary = (ctx.run_dir / "summary.txt").read_text()
     # The error line goes to stderr below, once; summary.txt keeps it for whoever reads the file.
-    print("".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: ")), end="")
+    said = "".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: "))
+    print(printable(said, keep="\n"), end="")
     if args.timings:
         print("\n".join(timings.render(ctx.results)))
     if ctx.results.error:
-        print(f"error: {ctx.results.error}", file=sys.stderr)
+        print(f"error: {printable(ctx.results.error)}", file=sys.stderr)
     return code
 
 
@@ -465,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(argv)
     except PavError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
 
 

@@ -166,3 +166,15 @@ def test_a_payload_planted_in_the_working_dir_never_runs(tmp_path: Path) -> None
     assert not marker.exists(), marker.read_text()
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith(f"OK: {HOST}: 0 GPU(s), ")
+
+
+def test_a_process_name_with_escape_sequences_reaches_the_terminal_as_text(tmp_path: Path) -> None:
+    """Issue 62: a process's name comes from the node (/proc/PID/comm), which its owner chooses; printed raw,
+    an escape sequence in it retitled or cleared the operator's terminal."""
+    gpus = recorded("h200x4-leftover-85pct-gpu0.json")["gpus"]
+    gpus["devices"][0]["processes"][0]["name"] = "\x1b]0;owned\x07\x1b[2Jpython3"
+    done = run_cli_here("preflight", "--facts", str(saved(tmp_path, gpus)))
+    assert done.rc == 1
+    [line] = done.stdout.splitlines()
+    assert "\x1b" not in line and "\x07" not in line
+    assert r"PID 1068 (\x1b]0;owned\x07\x1b[2Jpython3, user root) holds 122204 MiB" in line

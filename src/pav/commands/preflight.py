@@ -27,6 +27,7 @@ from typing import Any
 
 from pav import paths
 from pav.errors import PavError
+from pav.printable import printable
 from pav.results import HostRecord
 from pav.thresholds import health, leftovers, versions
 from pav.thresholds.node_policy import NodePolicy, node_policy
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         for p in problems:
             whose = WHOSE.get(p["category"], p["category"])
-            print(f"FAIL: {host} {p['part']}: {p['problem']} ({whose} problem{_fix(p)})")
+            print(printable(f"FAIL: {host} {p['part']}: {p['problem']} ({whose} problem{_fix(p)})"))
         if not problems:
             fit = "none held by another process, no health problem"
             print(f"OK: {host}: {count} GPU(s), {fit} ({seconds:.2f} s)")
