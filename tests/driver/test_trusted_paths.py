@@ -14,6 +14,7 @@ import pytest
 
 from pav import paths
 from tests.conftest import ROOT, run_cli, run_cli_here
+from tests.docs_quotes import assert_documented
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="another user's folders need root (CI runs as root)")
@@ -58,6 +59,7 @@ def test_pav_home_another_account_owns_is_refused_naming_it(tmp_path: Path) -> N
         "could change what this run does; it must be owned by root and writable by no one else: chown it or "
         "chmod go-w it\n"
     )
+    assert_documented(done.stderr.strip())
 
 
 def test_a_project_root_others_can_write_is_refused(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 import yaml
 
+from tests.docs_quotes import assert_documented
 from tests.faults.conftest import Sandbox, error_lines
 
 pytestmark = pytest.mark.slow
@@ -52,6 +53,7 @@ def test_a_work_folder_a_local_user_made_first_is_refused_and_nothing_planted_ru
     [line] = error_lines(run)
     assert f"pav: unsafe folder: {PLANTED} is owned by nobody (uid 65534), mode 755;" in line, line
     assert "Shared connection" not in line
+    assert_documented(line)
     assert ssh(sandbox, address, "test ! -e /root/PWNED && test ! -e /var/lib/pav").returncode == 0
     assert ssh(sandbox, address, f"rm -rf {PLANTED}").returncode == 0
 
