@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import shutil
+import subprocess
 from pathlib import Path
 
 from setuptools import setup
@@ -33,6 +34,19 @@ def _ignored(_folder: str, names: list[str]) -> set[str]:
     return {name for name in names if any(fnmatch.fnmatch(name, pattern) for pattern in EXCLUDED)}
 
 
+def _tracked() -> set[str] | None:
+    """The files git tracks in the runtime folders, when HERE is a git checkout; None otherwise (an sdist's
+    tree holds only what its MANIFEST.in took). A file git does not track (a local note, a planted
+    playbook, a build's leftovers) never ships in the wheel: every installed run would read it (issue 62)."""
+    if not (HERE / ".git").exists() or shutil.which("git") is None:
+        return None
+    listed = subprocess.run(
+        ["git", "-C", str(HERE), "ls-files", "-z", "--", *RUNTIME_DIRS],
+        capture_output=True, check=True, text=True,
+    ).stdout  # fmt: skip
+    return {name for name in listed.split("\0") if name}
+
+
 class BuildPyWithProject(build_py):
     def run(self) -> None:
         super().run()
@@ -41,12 +55,24 @@ class BuildPyWithProject(build_py):
         target = Path(self.build_lib) / "pav" / "_project"
         # A build folder kept from an earlier build may hold files since removed from the checkout.
         shutil.rmtree(target, ignore_errors=True)
+        tracked = _tracked()
         for name in RUNTIME_DIRS:
             # symlinks=False: a role's library/ link to plugins/modules/ ships as the file it points at.
             shutil.copytree(HERE / name, target / name, symlinks=False, ignore=_ignored)
+        if tracked is not None:
+            for path in sorted(target.rglob("*"), reverse=True):
+                name = path.relative_to(target).as_posix()
+                if path.is_file() and name not in tracked and not _inside_tracked_link(name, tracked):
+                    path.unlink()
         for name in RUNTIME_FILES:
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(HERE / name, target / name)  # copy2: sim-hosts stays executable
+
+
+def _inside_tracked_link(name: str, tracked: set[str]) -> bool:
+    """Whether name lies under a folder git tracks as a link (roles/preflight/library -> plugins/modules)."""
+    parts = name.split("/")
+    return any("/".join(parts[:i]) in tracked for i in range(1, len(parts)))
 
 
 setup(cmdclass={"build_py": BuildPyWithProject})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -215,11 +216,21 @@ def _message(res: dict[str, Any]) -> str:
     said = [ln.strip() for ln in str(res.get("module_stderr") or "").splitlines() if ln.strip()]
     if "Module result deserialization failed" in str(msg) and said:
         msg = _python_did_not_run(res, said)
-    # A script's or command's own last word says why it stopped; "non-zero return code" does not.
-    stderr = [ln.strip() for ln in str(res.get("stderr") or "").splitlines() if ln.strip()]
-    if msg == "non-zero return code" and stderr:
-        msg = stderr[-1]
+    # A script's or command's own last word says why it stopped; "non-zero return code" does not. Over SSH
+    # a script's stderr comes back in its stdout (its pty) and ssh's "Shared connection to HOST closed." is
+    # the stderr's last line: the tool's own refusal (`pav: ...`) is looked for in both (issue 62).
+    if msg == "non-zero return code":
+        stderr = [ln for ln in _lines(res.get("stderr")) if not _SSH_CLOSED.match(ln)]
+        ours = [ln for ln in (*_lines(res.get("stdout")), *stderr) if ln.startswith("pav: ")]
+        msg = (ours or stderr or [msg])[-1]
     return " ".join(str(msg).split())[:400]
+
+
+_SSH_CLOSED = re.compile(r"^Shared connection to \S+ closed\.$")
+
+
+def _lines(text: object) -> list[str]:
+    return [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
 
 
 def _python_did_not_run(res: dict[str, Any], said: list[str]) -> str:

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pav import (
@@ -25,6 +25,7 @@ from pav.envs import EnvSpec, custom_env, resolve_env
 from pav.errors import PavError
 from pav.extravars import parse_extra_vars
 from pav.options import ON_FAIL
+from pav.printable import printable
 from pav.reporting import pushgateway, timings
 from pav.results import RunResults
 from pav.settings import PLATFORMS, load_settings
@@ -271,6 +272,8 @@ def make_context(args: argparse.Namespace) -> RunContext:
     if not_found:
         raise PavError(not_found)
     env: EnvSpec = where_to_run(args)
+    # Its Terraform state, keys and keep records drive the run: another account's is refused (issue 62).
+    paths.refuse_untrusted(paths.state_dir(env.state_name), "state dir")
     if args.hosts is not None and args.hosts < 1:
         raise PavError("--hosts must be at least 1")
     for flag, value in (("--hosts", args.hosts), ("--max-hours", args.max_hours), ("--reuse", args.reuse)):
@@ -316,6 +319,9 @@ def make_context(args: argparse.Namespace) -> RunContext:
         options.extra_vars["torch_payload_python"] = torch_python.choose()
     if settings.payload_python_auto and "ansible_python_interpreter" not in options.extra_vars:
         options.extra_vars["ansible_python_interpreter"] = module_python.choose()
+    if settings.payload_python_auto and "pav_remote_dir" not in settings.origins and os.geteuid() != 0:
+        # This machine run as oneself: /var/lib is root's, the work folder goes to one's own state folder.
+        settings = replace(settings, remote_dir=str(paths.own_remote_dir()))
     inputs = run_inputs.resolve(env, options, settings)
     # Stages that launch nothing, given a kept run's dir, act on that run (its work on the hosts); its
     # record stays as it is: this run's own goes beside it.
@@ -368,11 +374,12 @@ def run(argv: list[str]) -> int:
     link_kept_run(ctx)
     summary = (ctx.run_dir / "summary.txt").read_text()
     # The error line goes to stderr below, once; summary.txt keeps it for whoever reads the file.
-    print("".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: ")), end="")
+    said = "".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: "))
+    print(printable(said, keep="\n"), end="")
     if args.timings:
         print("\n".join(timings.render(ctx.results)))
     if ctx.results.error:
-        print(f"error: {ctx.results.error}", file=sys.stderr)
+        print(f"error: {printable(ctx.results.error)}", file=sys.stderr)
     return code
 
 
@@ -460,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(argv)
     except PavError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
 
 

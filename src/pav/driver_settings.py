@@ -31,7 +31,7 @@ class Settings:
     test_timeouts_s: dict[str, int] = field(default_factory=dict)  # per test, over test_timeout_s
     cpu_procs_per_host: int = 2
     burn_in_s: int = 0  # seconds of burn-in (the gpu_burn test); 0: none (--burn-in overrides)
-    remote_dir: str = "/var/tmp/pav"
+    remote_dir: str = "/var/lib/pav"
     rdzv_port: int = 29400
     hosts: int = 3  # hosts an env that provisions creates (--hosts overrides)
     ssh_timeout_s: int = 300  # how long new hosts get to answer SSH

@@ -5,82 +5,90 @@ which the slurm_jobs role stages the same way (a stat and a copy module run per 
 
 The script checks the files already in its destination against the sha256 of each member first and, when
 all match, unpacks nothing and prints `unchanged`: a second configure of hosts that keep the payload in a
-shared folder reports nothing changed, as unarchive's per-member comparison did."""
+shared folder reports nothing changed, as unarchive's per-member comparison did.
+
+Every folder on the way to the destination is made and checked by roles/torch_payload/files/pav-safe-dir.sh
+(the roles' own check, pasted in): made with a plain mkdir, refused when someone else owns it or can write
+it; the package is unpacked into a fresh private folder and moved into place (issue 62)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import io
+import shlex
 import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pav.paths import SAFE_DIR_SH
+
 UNCHANGED = "unchanged"
 
 _HEAD = r"""#!/bin/sh
-# pav payload: sh THIS_FILE DEST unpacks pav_payload/ into DEST (made by provision-and-validate's driver).
+# pav payload: sh THIS_FILE DEST [DIR...] unpacks {name}/ into DEST, and makes each DIR (made by
+# provision-and-validate's driver).
 set -eu
 umask 022
+{lib}
 dest=$1
-uid=$(id -u)
-who=$( [ "$uid" = 0 ] || id -un)
-# DEST goes on every launch's PYTHONPATH, run as root: each folder on the way to it must be owned by root or
-# this user and writable by no one else (a root-owned sticky folder such as /var/tmp may lie on the way),
-# and so must everything in it. A planted folder or file is refused, never used (issue 47).
-refuse() {{
-  echo "pav: unsafe payload folder: $1 is owned by $(stat -L -c '%U (uid %u), mode %a' "$1");" \
-    "it must be owned by root${{who:+ or $who}} and writable by no one else:" \
-    "remove it, or set pav_remote_dir" >&2
-  exit 3
-}}
-owned() {{ case $(stat -c %u "$1") in 0|"$uid") ;; *) refuse "$1" ;; esac; }}
-set -f
-path=
-for part in $(echo "$dest" | tr '/' ' '); do
-  path="$path/$part"
-  [ -e "$path" ] || break
-  owned "$path"
-  set -- $(stat -L -c '%u %a' "$path")
-  case $1 in 0|"$uid") ;; *) refuse "$path" ;; esac
-  # Others may write it only if it is root's and sticky (/tmp, /var/tmp): nobody else can replace our folder.
-  if [ $(( 0$2 & 022 )) -ne 0 ] && {{ [ "$1" != 0 ] || [ $(( 0$2 & 01000 )) -eq 0 ]; }}; then
-    refuse "$path"
-  fi
-done
-set +f
-if [ -d "$dest" ]; then
-  bad=$(find "$dest" \( ! -user 0 ! -user "$uid" \) -print -quit -o ! -type l -perm /022 -print -quit)
-  [ -z "$bad" ] || refuse "$bad"
-  # Files the payload does not ship go (bytecode caches aside): nothing but the payload is importable.
-  find "$dest" ! -type d ! -path '*/__pycache__/*' | while read -r file; do
-    grep -qxF "${{file#"$dest"/}}" <<'PAV_NAMES' || rm -f -- "$file"
-{names}PAV_NAMES
-  done
-fi
-if [ -d "$dest" ] && (cd "$dest" && sha256sum --status -c - 2>/dev/null) <<'PAV_SUMS'
+shift
+# What is replaced whole: DEST itself (the payload's folder, on every launch's PYTHONPATH as root), or
+# DEST/{name} (a run's job scripts, in the run's folder).
+unit="$dest"{sub}
+home=$(dirname -- "$unit")
+# Each folder on the way is made here with a plain mkdir and checked after (owner, mode, not another's
+# link), never taken as someone else left it (issue 62).
+safe_dir --make "$home" >/dev/null
+if [ -e "$unit" ] || [ -L "$unit" ]; then
+  safe_dir "$unit"
+  safe_tree "$unit"
+  # Unchanged: every member matches and nothing else is there (bytecode caches and the facts read's job
+  # folder aside), so nothing but the package is importable.
+  count=$(find "$unit" ! -type d ! -path '*/__pycache__/*' ! -path "$unit/.async/*" | wc -l)
+  if [ "$count" -eq {count} ] && (cd "$dest" && sha256sum --status -c - 2>/dev/null) <<'PAV_SUMS'
 {sums}PAV_SUMS
-then
-  echo {unchanged}
-  exit 0
+  then
+    safe_dir --make "$@" >/dev/null
+    echo {unchanged}
+    exit 0
+  fi
 fi
-mkdir -p "$dest"
-base64 -d <<'PAV_PAYLOAD' | tar --no-same-owner -xzf - -C "$dest"
+# Unpacked into a fresh private folder beside it, then moved into place: nothing of the old one stays, and
+# no one else can write the folder while it fills.
+new=$(mktemp -d -- "$home/.pav-new.XXXXXXXXXX")
+trap 'rm -rf -- "$new"' EXIT
+base64 -d <<'PAV_PAYLOAD' | tar --no-same-owner -xzf - -C "$new"
 {data}PAV_PAYLOAD
+chmod 0755 -- "$new"
+if [ -e "$unit" ] || [ -L "$unit" ]; then
+  old=$(mktemp -d -- "$home/.pav-old.XXXXXXXXXX")
+  mv -T -- "$unit" "$old/unit"
+  rm -rf -- "$old"
+fi
+mv -T -- "$new"{sub} "$unit"
+rm -rf -- "$new"
+trap - EXIT
+safe_dir --make "$@" >/dev/null
 echo unpacked
 """
 
 
-def write_installer(script: Path, package: Path) -> Path:
-    """The script for the package folder `package` (unpacked as DEST/<its name>), written at `script`."""
+def write_installer(script: Path, package: Path, *, whole: bool = True) -> Path:
+    """The script for the package folder `package` (unpacked as DEST/<its name>), written at `script`.
+    whole: DEST holds the package alone and is replaced whole (the payload's folder); else only DEST/<its
+    name> is (a run's folder, which holds the run's other work)."""
     members = _files(package)
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(
         _HEAD.format(
+            lib=SAFE_DIR_SH.read_text(),
+            name=package.name,
+            sub="" if whole else shlex.quote(f"/{package.name}"),
+            count=len(members),
             sums="".join(f"{hashlib.sha256(m.data).hexdigest()}  {m.name}\n" for m in members),
-            names="".join(f"{m.name}\n" for m in members),
             unchanged=UNCHANGED,
             data=_base64_lines(_targz(members)),
         )
@@ -89,9 +97,9 @@ def write_installer(script: Path, package: Path) -> Path:
 
 
 @contextmanager
-def installer(script: Path, package: Path) -> Iterator[Path]:
+def installer(script: Path, package: Path, *, whole: bool = True) -> Iterator[Path]:
     """write_installer's script for as long as the block runs; removed after it, also when it raises."""
-    path = write_installer(script, package)
+    path = write_installer(script, package, whole=whole)
     try:
         yield path
     finally:

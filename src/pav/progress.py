@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from pav.printable import printable
+
 RESULT_EVENTS = {
     "runner_on_ok": "ok",
     "runner_on_failed": "failed",
@@ -103,8 +105,10 @@ class Progress:
         for col in ("host", "state", "ok", "changed", "failed", "task"):
             table.add_column(col)
         for host, line in self.lines.items():
-            table.add_row(host, line.state, str(line.ok), str(line.changed), str(line.failed), line.task[:60])
+            table.add_row(
+                host, line.state, str(line.ok), str(line.changed), str(line.failed), printable(line.task[:60])
+            )
         return table
 
     def _print(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        print(printable(text), file=self.out, flush=True)

@@ -95,14 +95,14 @@ def test_e_reaches_the_roles_and_names_the_python_it_chose(tmp_path: Path) -> No
     no_torch.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
     no_torch.chmod(0o755)
     # configure, then the teardown that runs after any failure: configure alone would leave the run's
-    # folder on the host (this machine's /var/tmp/pav), and a second CLI run to remove it (issue 49).
+    # folder on the host (this machine's /var/lib/pav), and a second CLI run to remove it (issue 49).
     run = run_cli("--stages", "configure,teardown", "--run-dir", str(tmp_path / "run"),
                   "-e", f"torch_payload_python={no_torch}")  # fmt: skip
     assert run.rc == 2, run.stdout + run.stderr
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     stages = {s["name"]: s["status"] for s in results["stages"]}
     assert (stages["configure"], stages["teardown"]) == ("failed", "ok")
-    assert not (Path("/var/tmp/pav/runs") / results["run_id"]).exists()
+    assert not (Path("/var/lib/pav/runs") / results["run_id"]).exists()
     assert (
         f"the payload did not run with {no_torch} (ModuleNotFoundError: No module named 'torch')"
         in run.stderr

@@ -135,7 +135,7 @@ def test_where_orchestration_time_went_is_recorded(local_run: tuple[int, Path, s
 @pytest.fixture
 def kept_dir(tmp_path: Path) -> Iterator[Path]:
     """A kept run's dir; a test that fails before its teardown of the run still leaves nothing on the host
-    (this machine's /var/tmp/pav)."""
+    (this machine's /var/lib/pav)."""
     kept = tmp_path / "kept"
     yield kept
     if (kept / "results.json").exists() and not (kept / "torn-down.json").exists():
@@ -166,7 +166,7 @@ def test_a_kept_stage_subset_names_the_missing_collect_and_its_teardown_keeps_it
     view = kept.stdout.split("VERDICT:")[1]
     assert "timings (host-s" in view and "configure  wall" in view and "validate   wall" in view
     assert "torch_payload" in view and "run_tests : Run fault_plain" in view
-    work = Path("/var/tmp/pav/runs") / run_id
+    work = Path("/var/lib/pav/runs") / run_id
     assert work.is_dir()
     record = {name: (kept_dir / name).read_bytes() for name in RECORD}
     # Another run's teardown (of no kept run: no --run-dir, its record under --results-root) does not touch
@@ -192,7 +192,7 @@ def test_a_kept_stage_subset_names_the_missing_collect_and_its_teardown_keeps_it
     assert teardown["run_id"] == link["by_run"] != run_id
     assert teardown["kept_run"] == {"run_id": run_id, "run_dir": str(kept_dir)}
     detail = {s["name"]: s["detail"] for s in teardown["stages"]}
-    assert detail["teardown"] == f"removed /var/tmp/pav/runs/{run_id} on 1 of 1 host(s)"
+    assert detail["teardown"] == f"removed /var/lib/pav/runs/{run_id} on 1 of 1 host(s)"
     # ...and left the kept run's record byte for byte as that run wrote it, its page but for one line.
     for name in ("results.json", "summary.txt", "junit.xml"):
         assert (kept_dir / name).read_bytes() == record[name], name

@@ -204,7 +204,7 @@ def test_the_next_run_ends_what_a_gone_run_left_on_static_hosts(tmp_path: Path) 
     state, gone = tmp_path / "state", rundir.new_run_id("local")
     # The gone run registered as every run does, and exited without letting its entry go.
     subprocess.run([sys.executable, "-c", REGISTER, str(state / "runs" / f"{gone}.lock"), gone], check=True)
-    folder = Path("/var/tmp/pav/runs") / gone
+    folder = Path("/var/lib/pav/runs") / gone
     (folder / "results").mkdir(parents=True)
     launch = subprocess.Popen(
         ["sleep", "300"], env={**os.environ, "PAV_LAUNCH": f"{gone}/localhost/torch_gloo_allreduce"},

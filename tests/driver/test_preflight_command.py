@@ -148,3 +148,33 @@ def test_gpu_settings_and_versions_as_flags_say_are_judged_as_configuration_prob
                         "(pav_expected_versions.driver) (configuration problem)")  # fmt: skip
     bad = run_cli_here("preflight", "--facts", str(facts), "--gpu-state", "mig_mode")
     assert (bad.rc, bad.stderr.strip()) == (2, "error: --gpu-state 'mig_mode': give KEY=VALUE")
+
+
+def test_a_payload_planted_in_the_working_dir_never_runs(tmp_path: Path) -> None:
+    """Issue 62: run as root from a folder others can write (a Prolog's, a shared scratch), the read ran
+    the pav_payload planted there (its working dir came first on sys.path); it runs isolated from /, the
+    checkout's payload put on the path by hand."""
+    planted, marker = tmp_path / "scratch", tmp_path / "PWNED"
+    (planted / "pav_payload").mkdir(parents=True)
+    plant = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in ("pav_payload/__init__.py", "pav_payload/__main__.py", "sitecustomize.py", "json.py"):
+        (planted / name).write_text(plant)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # -P: the command as its console script starts (no working dir on the path); the read is what is tried.
+    argv = [sys.executable, "-P", "-m", "pav", "preflight"]
+    done = subprocess.run(argv, cwd=planted, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert not marker.exists(), marker.read_text()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"OK: {HOST}: 0 GPU(s), ")
+
+
+def test_a_process_name_with_escape_sequences_reaches_the_terminal_as_text(tmp_path: Path) -> None:
+    """Issue 62: a process's name comes from the node (/proc/PID/comm), which its owner chooses; printed raw,
+    an escape sequence in it retitled or cleared the operator's terminal."""
+    gpus = recorded("h200x4-leftover-85pct-gpu0.json")["gpus"]
+    gpus["devices"][0]["processes"][0]["name"] = "\x1b]0;owned\x07\x1b[2Jpython3"
+    done = run_cli_here("preflight", "--facts", str(saved(tmp_path, gpus)))
+    assert done.rc == 1
+    [line] = done.stdout.splitlines()
+    assert "\x1b" not in line and "\x07" not in line
+    assert r"PID 1068 (\x1b]0;owned\x07\x1b[2Jpython3, user root) holds 122204 MiB" in line

@@ -155,11 +155,11 @@ def test_static_teardown_without_a_playbook(tmp_path: Path) -> None:
     assert teardown.run(ctx) == "no hosts: nothing to remove"
     provision.resolve(ctx)
     ctx.torn_down = {"node-1": True, "node-2": False}
-    assert teardown.run(ctx) == "removed /var/tmp/pav/runs/id on 1 of 2 host(s)"
+    assert teardown.run(ctx) == "removed /var/lib/pav/runs/id on 1 of 2 host(s)"
     ctx.torn_down = {"node-1": False, "node-2": False}
     ctx.options.stages = ("teardown",)
     kept = "(a kept run's work goes with --stages teardown --run-dir ITS_RUN_DIR)"
-    assert teardown.run(ctx) == f"/var/tmp/pav/runs/id was on no host {kept}"
+    assert teardown.run(ctx) == f"/var/lib/pav/runs/id was on no host {kept}"
 
 
 def test_a_per_host_remote_dir_reads_as_host(tmp_path: Path) -> None:

@@ -122,14 +122,14 @@ def test_e_wins_over_the_files_for_both_families() -> None:
         K8S_ENV,
         {
             "k8s_namespace": "acceptance",
-            "k8s_privileged": "false",
+            "k8s_privileged": "true",
             "k8s_cpu_reserved": "16",
             "pav_hosts": "1",
         },
     )
     assert settings.hosts == 1 and load_settings(K8S_ENV).hosts == 2
     assert settings.k8s.namespace == "acceptance"
-    assert settings.k8s.privileged is False and load_settings(K8S_ENV).k8s.privileged is True
+    assert settings.k8s.privileged is True and load_settings(K8S_ENV).k8s.privileged is False
     assert settings.k8s.cpu_reserved == 16 and settings.k8s.node_shape().cpu == 128 - 16
     assert settings.origins["k8s_privileged"] == "-e"
     assert load_config(K8S_ENV, {"k8s_namespace": "x"}).namespace == "x"
@@ -187,7 +187,7 @@ def test_the_shipped_envs_are_split_by_reader() -> None:
         assert found.of("pav") and found.of("roles"), env
         assert (folder / "k8s.yml").is_file() == (settings.platform == "k8s") == bool(found.of("k8s")), env
     k8s = load_settings(K8S_ENV).k8s
-    assert (k8s.node_preset, k8s.privileged, k8s.namespace) == ("8gpu-128vcpu-1600gb", True, "pav")
+    assert (k8s.node_preset, k8s.privileged, k8s.namespace) == ("8gpu-128vcpu-1600gb", False, "pav")
 
 
 def test_the_k8s_defaults_file_and_the_type_name_the_same_keys() -> None:

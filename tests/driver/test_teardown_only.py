@@ -27,7 +27,7 @@ def teardown_run(**fields: object) -> RunResults:
     )
     run.stages = [
         StageRecord("report", "ok", detail="verdict NONE"),
-        StageRecord("teardown", "ok", detail=f"removed /var/tmp/pav/runs/{KEPT['run_id']} on 1 of 1 host(s)"),
+        StageRecord("teardown", "ok", detail=f"removed /var/lib/pav/runs/{KEPT['run_id']} on 1 of 1 host(s)"),
     ]
     run.hosts = {"localhost": HostRecord("localhost", "localhost")}
     run.kept_run = dict(KEPT)
@@ -46,7 +46,7 @@ def test_the_summary_says_what_was_torn_down_and_nothing_else() -> None:
         "",
         "stage     status  detail",
         "report    ok      verdict NONE",
-        f"teardown  ok      removed /var/tmp/pav/runs/{KEPT['run_id']} on 1 of 1 host(s)",
+        f"teardown  ok      removed /var/lib/pav/runs/{KEPT['run_id']} on 1 of 1 host(s)",
         "",
         f"teardown of kept run {KEPT['run_id']} ({KEPT['run_dir']}): ok",
         "  hosts: localhost",

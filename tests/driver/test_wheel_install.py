@@ -36,6 +36,9 @@ NOT_COPIED = shutil.ignore_patterns(
 )  # fmt: skip
 
 
+PLANTED = "roles/run_tests/tasks/planted.yml"  # untracked: never in the wheel (issue 62)
+
+
 @dataclass(frozen=True)
 class Installed:
     wheel: Path
@@ -67,6 +70,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     base = tmp_path_factory.mktemp("wheel")
     source = base / "checkout"
     shutil.copytree(ROOT, source, ignore=NOT_COPIED, symlinks=True)
+    # A git checkout, as a build's is: what git tracks is the project; a file it does not (planted in
+    # roles/ after the copy) must not ship.
+    _checked(["git", "init", "-q", str(source)], timeout=60)
+    _checked(["git", "-C", str(source), "add", "-A"], timeout=120)
+    (source / PLANTED).write_text("- name: Planted\n  hosts: all\n")
     dist = base / "dist"
     _checked(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
@@ -118,6 +126,7 @@ def test_the_wheel_carries_what_a_run_reads(installed: Installed) -> None:
         assert project + needed in names, needed
     # A role's library/ link to its module ships as the file.
     assert project + "roles/preflight/library/pav_host_probe.py" in names
+    assert project + PLANTED not in names  # a file git does not track in the checkout built from
     for data in ("reporting/templates/report.html.j2", "slurm/templates/host.sbatch.j2"):
         assert "pav/" + data in names
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", "/terraform.yml"))]

@@ -163,7 +163,7 @@ class Configured:
         return self.box.state / "sim" / "run" / str(index) / "fs" / "upper"
 
     def remote_run_dir(self, index: int, run_id: str) -> Path:
-        return self.host_dir(index) / "var" / "tmp" / "pav" / "runs" / run_id
+        return self.host_dir(index) / "var" / "lib" / "pav" / "runs" / run_id
 
 
 def terraform_resources(state: Path) -> list[str]:

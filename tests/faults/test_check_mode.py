@@ -1,7 +1,7 @@
 """Check mode leaves a host as it found it: a whole run with --check-tuning on hosts of one's own inventory
-(configure, validate, collect, report, teardown) changes no byte of /etc, /root or /var/tmp on any of them
-outside the run's own folder. The payload, the MPI program and launcher go into that folder, no package is
-installed, no SSH key or config is written, and teardown removes the folder."""
+(configure, validate, collect, report, teardown) changes no byte of /etc, /root, /var/tmp or /var/lib/pav on
+any of them outside the run's own folder. The payload, the MPI program and launcher go into that folder, no
+package is installed, no SSH key or config is written, and teardown removes the folder."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.faults.conftest import Sandbox
 
 pytestmark = pytest.mark.slow
 
-WATCHED = ("etc", "root", "var/tmp")
+WATCHED = ("etc", "root", "var/tmp", "var/lib/pav")
 
 
 def listing(upper: Path, skip: Path) -> dict[str, str]:
@@ -62,7 +62,7 @@ def test_a_check_mode_run_changes_nothing_outside_its_folder(sim_deps: None, san
     assert run.rc == 0, run.stdout + run.stderr
     results = sandbox.results()
     assert results["verdict"] == "PASS"
-    own = host / "var" / "tmp" / "pav" / "runs" / results["run_id"]
+    own = host / "var" / "lib" / "pav" / "runs" / results["run_id"]
     after = listing(host, own)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     assert changed == [], changed[:20]
@@ -70,7 +70,7 @@ def test_a_check_mode_run_changes_nothing_outside_its_folder(sim_deps: None, san
     [name] = results["hosts"]
     # MPI was set up all the same, inside the run's folder, with the login user's SSH left alone.
     mpi = results["hosts"][name]["facts"]["mpi"]
-    assert mpi["launcher"] == f"/var/tmp/pav/runs/{results['run_id']}/mpi/bin/pav-mpirun", mpi
+    assert mpi["launcher"] == f"/var/lib/pav/runs/{results['run_id']}/mpi/bin/pav-mpirun", mpi
     assert mpi["ssh_setup"] is False
     kept = sandbox.results("provision")["run_id"]
     down = sandbox.cli("--env", "sim", "--stages", "teardown", "--reuse", kept, run="down")

@@ -47,7 +47,7 @@ def test_on_an_env_that_provisions(sim_deps: None, sandbox: Sandbox) -> None:
     proc = sandbox.start("--env", "sim", "--hosts", "1", *HANG, run="killed")
     run_dir = sandbox.run_dir("killed")
     run_id = wait_for("the validate playbook", lambda: playbook_run_id(run_dir), 300, proc)
-    remote = [sandbox.state / "sim" / "run" / "0" / "fs" / "upper" / "var" / "tmp" / "pav" / "runs" / run_id]
+    remote = [sandbox.state / "sim" / "run" / "0" / "fs" / "upper" / "var" / "lib" / "pav" / "runs" / run_id]
 
     # A second run on the env meanwhile stops at once, naming the first.
     second = sandbox.cli("--env", "sim", "--hosts", "1", *PASS, run="second")

@@ -183,6 +183,13 @@ def test_a_pod_log_writes_only_plain_files_of_the_jobs_own_nodes(tmp_path: Path)
     jobs.save_log(unseen, host, launcher, f"=== pav-file {host.name}-node-0-1/launcher.rc\n0\n=== pav-end\n",
                   run_dir, jobs.nodes_of([launcher]), notes.append)  # fmt: skip
     assert list(unseen.argv_by_host) == [f"{host.name}-node-0-1"] and len(notes) == 4
+    # A name that only starts like the job's (issue 62): no pod of it had it, so no host is added for it.
+    phantoms = [f"{host.name}-anything", f"{host.name}-node-0-{host.workers}", f"{host.name}-worker-99"]
+    log = "".join(f"=== pav-file {n}/launcher.rc\n0\n=== pav-end\n" for n in phantoms)
+    phantom = Launch(host.test, "nccl_tests", host.scope, 60)
+    jobs.save_log(phantom, host, launcher, log, run_dir, jobs.nodes_of([launcher]), notes.append)
+    assert phantom.argv_by_host == {} and len(notes) == 7, notes
+    assert sorted(p.name for p in (run_dir / "hosts").iterdir()) == ["gpu-node-0", f"{host.name}-node-0-1"]
 
 
 def test_cpu_tests_are_refused_on_k8s() -> None:

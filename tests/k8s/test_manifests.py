@@ -151,7 +151,9 @@ def test_jobs_carry_what_the_seeds_learned(either: dict[str, dict[str, Any]]) ->
             assert gpu["resources"]["requests"]["nvidia.com/gpu"] == 8  # a whole 8gpu-128vcpu-1600gb node
             assert gpu["resources"]["requests"]["cpu"] == 108
             assert gpu["resources"]["limits"]["memory"] == "1600G"
-            assert gpu["securityContext"] == {"privileged": True}  # the env opts in
+            # Never privileged unless asked (issue 62): the RDMA device plugin's resource and IPC_LOCK.
+            assert gpu["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+            assert gpu["resources"]["limits"]["rdma/rdma_shared_device_a"] == 1
             env = {e["name"]: e["value"] for e in gpu["env"]}
             assert env["NCCL_IB_HCA"] == env["UCX_NET_DEVICES"] == ",".join(f"mlx5_{i}:1" for i in range(8))
             assert env["NCCL_SOCKET_IFNAME"] == "eth0"
@@ -355,7 +357,7 @@ def test_mpijob_workers_ready_sshd_and_the_launcher_reaches_them(dry_run: dict[s
 
 def test_an_rdma_fabric_without_rdma_devices_in_the_pods_is_refused() -> None:
     inventory = paths.INVENTORIES / ENV
-    config = dataclasses.replace(load_config(inventory), privileged=False)
+    config = dataclasses.replace(load_config(inventory), privileged=False, rdma_resource="")
     with pytest.raises(PavError, match="k8s_rdma_resource"):
         render.plan_jobs(
             catalog.select(TESTS), config, fabric_env(load_settings(inventory)), 2, "r1", lambda _: 600

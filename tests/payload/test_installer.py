@@ -1,12 +1,19 @@
 """The self-unpacking payload script (src/pav/payload_installer.py), run with the host's /bin/sh as the
 torch_payload role runs it: it unpacks the package, then unpacks nothing while every file still matches; it
-refuses a folder others own or can write, and removes what the payload does not ship (issue 47)."""
+refuses a folder others own or can write (issue 47), makes each missing folder with a plain mkdir and checks
+it after, and replaces the payload whole from a fresh private folder (issue 62).
+
+The attacks are re-tried as a local user (nobody) would: a folder made first in a sticky folder, or made in
+the window between the walk and the mkdir (a `mkdir` on PATH that lets the attacker in first, every time)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,7 +73,7 @@ def test_a_planted_sitecustomize_never_runs(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     (dest / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
     (dest / "pav_payload" / "extra.py").write_text("")
-    assert unpack(script, dest) == UNCHANGED
+    assert unpack(script, dest) == "unpacked"  # a fresh folder, moved into place
     assert not (dest / "sitecustomize.py").exists() and not (dest / "pav_payload" / "extra.py").exists()
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(dest), "PYTHONSAFEPATH": "1"}
     subprocess.run([sys.executable, "-c", "import pav_payload"], env=env, check=True, cwd=dest)
@@ -82,7 +89,7 @@ def test_a_folder_someone_else_owns_is_refused_naming_it(tmp_path: Path) -> None
     os.chown(base, 65534, 65534)  # made by a local user (nobody) before the tool's first run
     run = run_installer(script, base / "payload")
     assert run.returncode == 3 and run.stdout == ""
-    assert run.stderr.startswith(f"pav: unsafe payload folder: {base} is owned by ")
+    assert run.stderr.startswith(f"pav: unsafe folder: {base} is owned by ")
     assert "(uid 65534), mode 755;" in run.stderr and "set pav_remote_dir" in run.stderr
     assert (base / "payload" / "sitecustomize.py").exists()  # refused, not cleaned: nothing was used
 
@@ -117,4 +124,120 @@ def test_configure_names_the_refusal_not_ansibles_return_code(tmp_path: Path) ->
     dest.chmod(0o777)
     run = run_installer(write_installer(tmp_path / "payload.sh", PAYLOAD / "pav_payload"), dest)
     said = _message({"msg": "non-zero return code", "rc": run.returncode, "stderr": run.stderr})
-    assert said.startswith(f"pav: unsafe payload folder: {dest} is owned by ") and "mode 777;" in said
+    assert said.startswith(f"pav: unsafe folder: {dest} is owned by ") and "mode 777;" in said
+
+
+NOBODY = 65534
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="another user's folders need root (CI runs as root)")
+
+
+@pytest.fixture
+def sticky() -> Iterator[Path]:
+    """A root-owned 1777 folder others can reach, as /var/tmp is (pytest's tmp_path is 0700)."""
+    base = Path(tempfile.mkdtemp(prefix="pav-sticky-", dir="/var/tmp"))
+    base.chmod(0o1777)
+    yield base
+    shutil.rmtree(base)
+
+
+def planted(folder: Path, marker: Path) -> None:
+    """What the attacker leaves where the payload will go: code that records that it ran."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+
+
+def imports_cleanly(dest: Path, marker: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(dest), "PYTHONSAFEPATH": "1"}
+    subprocess.run([sys.executable, "-c", "import pav_payload"], env=env, check=True, cwd="/")
+    assert not marker.exists()
+
+
+@as_root
+def test_a_folder_made_by_another_user_in_the_window_before_mkdir_is_refused(
+    tmp_path: Path, sticky: Path
+) -> None:
+    """Issue 62, reproduced: the attacker makes the folder between the installer's walk and its mkdir (here
+    every time: the `mkdir` found first on PATH makes it as nobody, then runs the real one). mkdir -p kept
+    the attacker's folder and root unpacked into it; a plain mkdir fails on it and the check after it refuses
+    it, naming it, its owner and mode."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "mkdir").write_text(
+        "#!/bin/sh\nfor last; do :; done\n"
+        f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups /bin/mkdir -p -m 0777 -- "
+        '"$last" || true\n'
+        'exec /bin/mkdir "$@"\n'
+    )
+    (fake / "mkdir").chmod(0o755)
+    script = write_installer(tmp_path / "payload.sh", PAYLOAD / "pav_payload")
+    script.chmod(0o644)
+    dest = sticky / "pav" / "payload"
+    env = {"PATH": f"{fake}:/usr/bin:/bin"}
+    run = subprocess.run(
+        ["/bin/sh", str(script), str(dest)], capture_output=True, text=True, env=env, check=False
+    )
+    assert run.returncode == 3, run.stdout + run.stderr
+    said = f"pav: unsafe folder: {sticky / 'pav'} is owned by nobody (uid {NOBODY}), mode 777;"
+    assert run.stderr.startswith(said)
+    assert not (dest / "pav_payload").exists()
+
+
+@as_root
+@pytest.mark.parametrize("part", ["pav", "pav/runs", "pav/runs/RUN", "pav/runs/RUN/payload"])
+def test_a_folder_another_user_made_first_at_any_step_is_refused(
+    sticky: Path, tmp_path: Path, part: str
+) -> None:
+    """A check-mode run's payload (REMOTE/runs/RUN/payload) with one folder of the way made first by
+    someone else, the attacker's code in it: refused naming that folder, and nothing planted runs."""
+    marker = tmp_path / "PWNED"
+    top = sticky / "pav"
+    target = sticky / part
+    dest = sticky / "pav" / "runs" / "RUN" / "payload"
+    if part != "pav":
+        top.mkdir()
+        target.parent.mkdir(parents=True, exist_ok=True)
+    planted(target, marker)
+    for folder in (target, *(p for p in target.rglob("*"))):
+        os.chown(folder, NOBODY, NOBODY)
+    script = write_installer(tmp_path / "payload.sh", PAYLOAD / "pav_payload")
+    run = run_installer(script, dest)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert run.stderr.startswith(f"pav: unsafe folder: {target} is owned by nobody (uid {NOBODY}), mode 755;")
+    assert not (dest / "pav_payload").exists() and not marker.exists()
+
+
+@as_root
+def test_a_user_who_cannot_make_the_folder_is_told_to_set_pav_remote_dir(sticky: Path) -> None:
+    """A non-root SSH user and the default /var/lib/pav: one line naming the folder and the setting, not
+    mkdir's complaint."""
+    root_only = sticky / "lib"
+    root_only.mkdir(mode=0o755)
+    script = sticky / "payload.sh"
+    write_installer(script, PAYLOAD / "pav_payload").chmod(0o644)
+    argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "/bin/sh", str(script)]
+    run = subprocess.run(
+        [*argv, str(root_only / "pav" / "payload")], capture_output=True, text=True, check=False
+    )
+    assert (run.returncode, run.stdout) == (3, ""), run.stderr
+    assert run.stderr == (
+        f"pav: cannot make folder {root_only / 'pav'} as nobody (uid {NOBODY}); "
+        "set pav_remote_dir to a folder this user may make or owns\n"
+    )
+
+
+def test_each_folder_it_makes_is_private_to_root_and_made_whole(tmp_path: Path) -> None:
+    """Made folders are 0755 and this user's whatever the umask; the payload replaced, not patched, so a
+    file left in the old one is gone, as is the fresh folder it was unpacked in."""
+    script = write_installer(tmp_path / "payload.sh", PAYLOAD / "pav_payload")
+    base = tmp_path / "lib"
+    dest = base / "pav" / "runs" / "RUN" / "payload"
+    base.mkdir(mode=0o755)
+    old = os.umask(0)
+    try:
+        assert unpack(script, dest) == "unpacked"
+    finally:
+        os.umask(old)
+    for folder in (base / "pav", base / "pav" / "runs", dest.parent, dest):
+        info = folder.lstat()
+        assert (info.st_uid, oct(info.st_mode & 0o7777)) == (os.geteuid(), "0o755"), folder
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["payload"]

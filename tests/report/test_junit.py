@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from pav.printable import printable
 from pav.reporting import junit
 from pav.results import RunResults, TestResult
 
@@ -37,3 +38,24 @@ def test_one_case_per_host_and_test() -> None:
     assert cases[("h1", "torch_gloo_allreduce")].find("skipped") is not None
     assert cases[("h0", "ddp_cpu_train_multi")].find("error") is not None
     assert suite.findtext("system-err") == "host h1 unreachable"
+
+
+def test_what_a_host_said_reaches_the_xml_as_text() -> None:
+    """Issue 62: a process's name from a GPU host (/proc/PID/comm) in a reason, with an escape sequence and
+    characters XML 1.0 cannot hold, made junit.xml unreadable to a CI system; each is shown as \\xNN."""
+    results = RunResults("r1-sim", "sim", "inv", "/tmp/r1")
+    said = "PID 7 (\x1b]0;owned\x07\x1b[2Jpy\x00\x0bthon, user root) holds 9 MiB"
+    results.tests = [TestResult("gpu_leftovers", ["h0"], "fail", said)]
+    results.error = "host h0 said \x1b[31mred\x1b[0m"
+    suite = ET.fromstring(junit.render(results)).find("testsuite")
+    assert suite is not None
+    failure = suite.find("testcase/failure")
+    assert failure is not None
+    assert failure.get("message") == r"PID 7 (\x1b]0;owned\x07\x1b[2Jpy\x00\x0bthon, user root) holds 9 MiB"
+    assert suite.findtext("system-err") == r"host h0 said \x1b[31mred\x1b[0m"
+
+
+def test_printable_keeps_what_is_asked_and_plain_text() -> None:
+    assert printable("a\tb\nc\x1b") == r"a\x09b\x0ac\x1b"
+    assert printable("a\tb\nc\x1b", keep="\n\t") == "a\tb\nc\\x1b"
+    assert printable("GPU 0 (00000000:00:06.0) — ok") == "GPU 0 (00000000:00:06.0) — ok"

@@ -51,7 +51,7 @@ def test_the_script_and_the_copy_stage_the_same_scripts(tmp_path: Path) -> None:
     rendered.mkdir(parents=True)
     for name, text in JOBS.items():
         (rendered / name).write_text(text)
-    installer = write_installer(tmp_path / "slurm-jobs.sh", rendered)
+    installer = write_installer(tmp_path / "slurm-jobs.sh", rendered, whole=False)
 
     first = stage(rendered, tmp_path / "by-script", str(installer), tmp_path)
     assert staged(tmp_path / "by-script") == JOBS
@@ -59,6 +59,13 @@ def test_the_script_and_the_copy_stage_the_same_scripts(tmp_path: Path) -> None:
     assert first == {unpack: "changed", "Copy the job scripts": "skipping"}
     again = stage(rendered, tmp_path / "by-script", str(installer), tmp_path)
     assert again[unpack] == "ok", again
+    # Only the slurm/ folder is replaced when the scripts change: the run's other work in its folder stays.
+    (tmp_path / "by-script" / "results").mkdir()
+    (tmp_path / "by-script" / "results" / "kept").write_text("")
+    (tmp_path / "by-script" / "slurm" / "a.sbatch").write_text("#!/bin/bash\n")
+    third = stage(rendered, tmp_path / "by-script", str(installer), tmp_path)
+    assert third[unpack] == "changed" and staged(tmp_path / "by-script") == JOBS, third
+    assert (tmp_path / "by-script" / "results" / "kept").exists()
 
     copied = stage(rendered, tmp_path / "by-copy", "", tmp_path)
     assert staged(tmp_path / "by-copy") == JOBS

@@ -24,7 +24,7 @@ from tests.sim.conftest import SlurmCluster
 pytestmark = pytest.mark.slow
 
 SLOTS = 2  # mpi_slots_per_host of the sim env
-REMOTE_DIR = "/var/tmp/pav"  # pav_remote_dir of the sim env
+REMOTE_DIR = "/var/lib/pav"  # pav_remote_dir of the sim env
 BIN_DIR = f"{REMOTE_DIR}/mpi/bin"
 REAL_SSH_DIR = Path("/root/.ssh")
 SSH_FILES = ("pav_cluster_ed25519", "known_hosts", "config", "authorized_keys")

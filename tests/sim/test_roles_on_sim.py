@@ -77,12 +77,12 @@ def test_nccl_env_file_and_profile(kept: Kept) -> None:
 
 def test_payload_deployed(kept: Kept) -> None:
     for name in kept.first["hosts"]:
-        assert "__main__.py" in kept.ssh(name, "ls /var/tmp/pav/payload/pav_payload")
+        assert "__main__.py" in kept.ssh(name, "ls /var/lib/pav/payload/pav_payload")
 
 
 def test_mpi_ready(kept: Kept) -> None:
     for name in kept.first["hosts"]:
-        assert "pav-mpirun" in kept.ssh(name, "ls /var/tmp/pav/mpi/bin")
+        assert "pav-mpirun" in kept.ssh(name, "ls /var/lib/pav/mpi/bin")
         known = kept.ssh(name, "cat ~/.ssh/known_hosts")
         for other in kept.first["hosts"].values():
             assert other["address"] in known

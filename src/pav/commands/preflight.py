@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -28,12 +27,19 @@ from typing import Any
 
 from pav import paths
 from pav.errors import PavError
+from pav.printable import printable
 from pav.results import HostRecord
 from pav.thresholds import health, leftovers, versions
 from pav.thresholds.node_policy import NodePolicy, node_policy
 
 EXIT_OK, EXIT_FAIL, EXIT_UNREAD = 0, 1, 2
 WHOSE = {"config": "configuration"}  # how a FAIL line names a category
+# `python -I -c RUN_PAYLOAD DIR ARGS...` runs `python -m pav_payload ARGS...` with DIR first on sys.path and
+# nothing of the working dir or the environment on it (roles/torch_payload/tasks/facts_start.yml: the same).
+RUN_PAYLOAD = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "runpy.run_module('pav_payload', run_name='__main__', alter_sys=True)"
+)
 TIMEOUT_S = 30.0  # NVML init alone can take seconds a GPU without persistence mode
 
 
@@ -88,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         for p in problems:
             whose = WHOSE.get(p["category"], p["category"])
-            print(f"FAIL: {host} {p['part']}: {p['problem']} ({whose} problem{_fix(p)})")
+            print(printable(f"FAIL: {host} {p['part']}: {p['problem']} ({whose} problem{_fix(p)})"))
         if not problems:
             fit = "none held by another process, no health problem"
             print(f"OK: {host}: {count} GPU(s), {fit} ({seconds:.2f} s)")
@@ -146,12 +152,13 @@ def _saved(path: Path) -> dict[str, Any]:
 
 def _read(timeout_s: float) -> dict[str, Any]:
     """This node's facts, read by the payload's reader in a child process that the time limit can end."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(x for x in (str(paths.PAYLOAD), env.get("PYTHONPATH", "")) if x)
+    # Isolated (-I: neither the working dir nor PYTHON* variables nor the user's site reach sys.path), from /,
+    # with the payload put on the path by hand: run as root from a folder others can write, a planted
+    # pav_payload or sitecustomize.py there is never imported (issue 62).
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "pav_payload", "facts"],
-            env=env, capture_output=True, text=True, timeout=timeout_s, check=False,
+            [sys.executable, "-I", "-c", RUN_PAYLOAD, str(paths.PAYLOAD), "facts"],
+            cwd="/", capture_output=True, text=True, timeout=timeout_s, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired as exc:
         raise PavError(

@@ -274,10 +274,16 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def _ours(owner: str, job: Job, where: dict[str, str]) -> bool:
-    """A pod of this job: one seen (by name or hostname), or one named as its controller names the job's
-    pods (JobSet deletes a finished job's node pods, sometimes before they are seen: the launcher still
-    names them), a plain name either way."""
-    return _plain_file_name(owner) and (owner in where or owner.startswith(f"{job.name}-"))
+    """A pod of this job: one seen (by name or hostname), or one of the names its controller gives the job's
+    node pods (JobSet deletes a finished job's node pods, sometimes before they are seen: the launcher still
+    names them). Any other JOB-... name is no pod of the job: it would add a host no run had (issue 62)."""
+    return _plain_file_name(owner) and (owner in where or owner in _node_pod_names(job))
+
+
+def _node_pod_names(job: Job) -> set[str]:
+    """The hostnames of the job's node pods: Trainer v2's JobSet JOB-node-0-K, the v1 kinds' JOB-worker-K,
+    K below its worker count."""
+    return {f"{job.name}-{group}-{k}" for group in ("node-0", "worker") for k in range(job.workers)}
 
 
 def _plain_file_name(name: str) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from pav.printable import printable
 from pav.results import RunResults, TestResult
 
 # A test the signal cut short is an error to a CI system: it did not run to a result.
@@ -29,7 +30,7 @@ def render(results: RunResults) -> str:
     for host, test in cases:
         suite.append(_case(host, test))
     if results.error:
-        ET.SubElement(suite, "system-err").text = results.error
+        ET.SubElement(suite, "system-err").text = printable(results.error, keep="\n\t")
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)
@@ -37,13 +38,14 @@ def render(results: RunResults) -> str:
 
 
 def _case(host: str, test: TestResult) -> ET.Element:
-    case = ET.Element("testcase", classname=host, name=test.name)
+    # A reason quotes what hosts said (a process's name): XML cannot hold a control character.
+    case = ET.Element("testcase", classname=printable(host), name=printable(test.name))
     wall = test.metrics.get("wall_s")
     if isinstance(wall, int | float):
         case.set("time", f"{wall:.3f}")
     tag = OUTCOME_TAGS.get(test.status)
     if tag:
-        outcome = ET.SubElement(case, tag, message=test.reason)
+        outcome = ET.SubElement(case, tag, message=printable(test.reason))
         if len(test.hosts) > 1:
-            outcome.text = f"{test.name} ran across {', '.join(test.hosts)}"
+            outcome.text = printable(f"{test.name} ran across {', '.join(test.hosts)}")
     return case

@@ -142,9 +142,23 @@ def _request(url: str, auth: BasicAuth | None, method: str, path: str, body: str
     if body is not None:
         request.add_header("Content-Type", CONTENT_TYPE)
     if auth is not None:
-        request.add_header("Authorization", auth.header())
-    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+        # Never sent on: urllib copies add_header's headers to wherever a redirect leads, another host too.
+        request.add_unredirected_header("Authorization", auth.header())
+    # No redirect is followed: the gateway's API answers where it is asked, and a redirect to another host
+    # would take the run's metrics (and, before issue 62, its password) there. A 3xx fails the push.
+    opener = urllib.request.build_opener(_no_redirect_handler()())
+    with opener.open(request, timeout=TIMEOUT_S) as response:
         return bytes(response.read())
+
+
+def _no_redirect_handler() -> type:
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None  # urllib then raises HTTPError for the 3xx answer
+
+    return NoRedirect
 
 
 def _read_auth_file(path: Path, environ: MutableMapping[str, str]) -> BasicAuth:
@@ -189,7 +203,12 @@ def _why(exc: Exception) -> str:
 
 
 def _fix(exc: Exception, auth: BasicAuth | None) -> str:
-    if getattr(exc, "code", None) not in (401, 403):  # urllib's HTTPError: the gateway's basic auth said no
+    code = getattr(exc, "code", None)
+    if isinstance(code, int) and 300 <= code < 400:
+        headers = getattr(exc, "headers", None)
+        where = f" to {headers.get('Location')}" if headers and headers.get("Location") else ""
+        return f"the gateway redirects{where}: give --pushgateway the URL it answers at"
+    if code not in (401, 403):  # urllib's HTTPError: the gateway's basic auth said no
         return "check the URL and that the pushgateway is up"
     if auth is None:
         return f"the gateway asks for credentials: {SAFE_WAYS}"

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -212,11 +213,15 @@ def _prepare(state: State, index: int, name: str, pubkey: Path) -> None:
     # Opaque: the same path's entries of the lower layer (this machine's /root/.ssh) are hidden.
     os.setxattr(home / ".ssh", "trusted.overlay.opaque", b"y")
     _write(home / ".ssh" / "authorized_keys", pubkey.read_bytes(), 0o600)
-    # /var/tmp of its own, opaque too: the tool's work folders there (/var/tmp/pav) are this machine's as
-    # well, and a local run tearing them down would change the lower layer under a running host.
+    # /var/tmp of its own, opaque too: a local run's folders there are this machine's as well, and a local
+    # run tearing them down would change the lower layer under a running host.
     _mkdir(hd / "fs" / "upper" / "var", 0o755)
     _mkdir(hd / "fs" / "upper" / "var" / "tmp", 0o1777)
     os.setxattr(hd / "fs" / "upper" / "var" / "tmp", "trusted.overlay.opaque", b"y")
+    # The tool's work folder (/var/lib/pav) hidden by a whiteout, for the same reason: the host starts
+    # without it, as a fresh machine would, whatever a local run left in this machine's.
+    _folders(hd / "fs" / "upper" / "var" / "lib")
+    os.mknod(hd / "fs" / "upper" / "var" / "lib" / "pav", stat.S_IFCHR, os.makedev(0, 0))
     _module_cache(hd / "fs" / "upper")
     shutil.copyfile(HOST_INIT, hd / "host-init.sh")
     (hd / "sshd_config").write_text(sshd_config(name))

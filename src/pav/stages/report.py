@@ -11,6 +11,7 @@ from typing import Any
 from pav import interrupts
 from pav.context import RunContext
 from pav.judging import FROM_FACTS_ANEW, Judge
+from pav.printable import printable
 from pav.reporting import history, html, junit, metrics_export, summary
 from pav.reporting.compare import cross_check
 from pav.results import RunResults, TestResult, utc_now, verdict_of
@@ -74,7 +75,7 @@ def write(ctx: RunContext) -> None:
     ctx.results.ended = utc_now()
     ctx.results.timing = timing(ctx.results)
     ctx.results.write(ctx.run_dir / "results.json")
-    (ctx.run_dir / "summary.txt").write_text(summary.render(ctx.results))
+    (ctx.run_dir / "summary.txt").write_text(printable(summary.render(ctx.results), keep="\n"))
     (ctx.run_dir / "junit.xml").write_text(junit.render(ctx.results))
     write_html(ctx)
 
@@ -100,7 +101,7 @@ def export_metrics(ctx: RunContext) -> None:
         exports = metrics_export.export(ctx.results.to_dict(), textfile, url, ctx.options.pushgateway_auth)
         ctx.results.exports = [e.to_dict() for e in exports]
         ctx.results.write(ctx.run_dir / "results.json")
-        (ctx.run_dir / "summary.txt").write_text(summary.render(ctx.results))
+        (ctx.run_dir / "summary.txt").write_text(printable(summary.render(ctx.results), keep="\n"))
     except Exception:  # a bug here must not cost the scrub after it
         with (ctx.run_dir / "driver-error.txt").open("a") as out:
             out.write("metrics export:\n" + traceback.format_exc() + "\n")

@@ -92,7 +92,7 @@ def _job_scripts(ctx: RunContext) -> AbstractContextManager[Path | None]:
     if ctx.inputs.launcher != "slurm" or not folder.is_dir():
         return nullcontext()
     # Inside the run's folder: a run cancelled mid-transfer leaves no controller temp file behind.
-    return installer((ctx.run_dir / "ansible" / "slurm-jobs.sh").resolve(), folder)
+    return installer((ctx.run_dir / "ansible" / "slurm-jobs.sh").resolve(), folder, whole=False)
 
 
 def launch_tests(
