@@ -37,6 +37,7 @@ from pav.thresholds.gate import Gate
 from pav.thresholds.node_policy import NodePolicy
 from pav.thresholds.profiles import Profile, auto_profile, read_profile
 from pav.thresholds.scaling import DERIVED, add_scaling, floor_of, split_gates
+from pav.workload import declared, differs
 
 # How a re-judged test got its status: today's gates judged its measurements; it kept the outcome it was
 # recorded with (skipped, or decided before any gate: an error, a rank's failure, a timeout); or it is a
@@ -148,6 +149,8 @@ class Judge:
                 continue
             spec = catalog.spec_of(rec.name)
             due[rec.name] = self.gates(rec.name, spec.gates_of if spec else "")[1]
+            if workload_changed(judged, rec, spec):
+                due[rec.name] = [g for g in due[rec.name] if not is_throughput(g.metric)]
             out.append(Rejudged(judged, rec, "gates"))
         self.derived([r.test for r in out if r.how == "gates"])
         if validated:
@@ -164,12 +167,16 @@ class Judge:
         launch = recorded_launch(rec, spec, run_dir) if run_dir is not None and spec else None
         if launch is None or run_dir is None:
             return self._from_metrics(rec, spec)
-        if not measured_ok(evaluate_group(launch, launch.hosts, rec.hosts, run_dir, [], {}), launch):
+        raw = evaluate_group(launch, launch.hosts, rec.hosts, run_dir, [], {})
+        if not measured_ok(raw, launch):
             return None
         measured, _ = self.gates(rec.name, launch.gates_of)
         nccl = self.profile.nccl_gates(launch.scope)
+        note = changed_workload(raw.workload or rec.workload, spec)
+        if note:
+            measured, nccl = [g for g in measured if not is_throughput(g.metric)], {}
         found = evaluate_group(launch, launch.hosts, rec.hosts, run_dir, measured, nccl)
-        return attach_jobs([found], launch, run_dir)[0]
+        return _noted(attach_jobs([found], launch, run_dir)[0], note)
 
     def _from_metrics(self, rec: TestResult, spec: catalog.TestSpec | None) -> TestResult:
         """The recorded metrics (those measured; scaling is worked out again) under today's profile gates."""
@@ -177,21 +184,61 @@ class Judge:
         result = TestResult(rec.name, list(rec.hosts), "pass", "", metrics, artifacts=list(rec.artifacts))
         result.slurm = dict(rec.slurm)
         result.workload = dict(rec.workload)
+        note = changed_workload(rec.workload, spec)
         if "nccl_tests" in rec.threshold:
             scope = spec.scope if spec else ("cluster" if len(rec.hosts) > 1 else "host")
-            gates = self.profile.nccl_gates(scope)
+            gates = {} if note else self.profile.nccl_gates(scope)
             log = nccl_log(metrics)
             graded = grade(log, gates)
             result.threshold = {"nccl_tests": [g.nccl_record() for g in gates.get(log.op or "", [])]}
             result.status, result.reason = graded.status, "" if graded.status == "pass" else graded.reason
         else:
             gates, _ = self.gates(rec.name, spec.gates_of if spec else "")
+            gates = [g for g in gates if not is_throughput(g.metric)] if note else gates
             failures = gate_failures(metrics, gates)
             result.threshold = {"gates": [g.describe() for g in gates]}
             result.status, result.reason = ("fail" if failures else "pass"), "; ".join(failures)
         if result.slurm:
             name_job_in_reason(result, result.slurm)
-        return result
+        return _noted(result, note)
+
+
+def changed_workload(workload: dict[str, Any], spec: catalog.TestSpec | None) -> str:
+    """Why a recorded test's throughput is judged by no gate of this release's workload: it recorded none
+    (a results.json of before 1.4 whose ranks' files are not kept), or it ran with other parameters than
+    today's catalog sets (`batch_size 64, now 256`); "" where it ran today's workload. A gate for one
+    workload judging another's figure is a regression alarm that is not one (issue 64)."""
+    if spec is None or spec.launcher not in ("torchrun", "nccl_tests"):
+        return ""
+    params = workload.get("params") if isinstance(workload, dict) else None
+    if not isinstance(params, dict) or not params:
+        return "the record names no workload (recorded before results.json 1.4, its rank files not kept)"
+    changes = differs(params, declared(spec.args, spec.launcher))
+    return f"recorded with {', '.join(changes)} in this release's workload" if changes else ""
+
+
+def _noted(result: TestResult, note: str) -> TestResult:
+    if note:
+        why = f"{note}: its throughput is judged by no gate of this release's workload"
+        result.threshold.setdefault("not_applicable", []).append(
+            {"metric": "workload", "not_applicable": why}
+        )
+    return result
+
+
+THROUGHPUT = re.compile(
+    r"^(tokens_per_s|samples_per_s|busbw_gbps|time_us|scaling_efficiency|avg_busbw)|_gbps|_tflops"
+)
+
+
+def is_throughput(metric: str) -> bool:
+    """A figure of speed, whose gate belongs to one workload; correctness gates (wrong_total, loss_ratio,
+    replicas_equal, sdc_mismatches) hold whatever it ran."""
+    return THROUGHPUT.search(metric) is not None
+
+
+def workload_changed(judged: TestResult, rec: TestResult, spec: catalog.TestSpec | None) -> bool:
+    return bool(changed_workload(judged.workload or rec.workload, spec))
 
 
 def explained_by_gates(rec: TestResult) -> bool:

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pav.units import parse_size
+
 # Parameters that name where a rank writes or how long it may take, or a fault injected for testing: the
 # same workload whatever they are.
 NOT_WORKLOAD = frozenset({"out", "test_id", "timeout_s"})
@@ -71,3 +73,33 @@ def recorded(raw: Any) -> Workload | None:
     if not isinstance(fingerprint, str) or not isinstance(params, dict):
         return None
     return Workload(fingerprint, dict(params))
+
+
+# nccl-tests' flags and the parameters their log header names them by.
+NCCL_FLAGS = {"-b": "min_bytes", "-e": "max_bytes", "-f": "step", "-n": "iters", "-w": "warmup"}
+
+
+def declared(args: tuple[str, ...], launcher: str) -> dict[str, str]:
+    """What a catalog entry's arguments set, as the parameters a run records them by: `--batch-size 256`
+    as batch_size "256", nccl-tests' `-e 8G` as max_bytes "8589934592"; a bare flag as "True"."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        flag = args[i]
+        value = args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("-") else None
+        i += 2 if value is not None else 1
+        if launcher == "nccl_tests":
+            if flag in NCCL_FLAGS and value is not None:
+                out[NCCL_FLAGS[flag]] = str(parse_size(value) if flag in ("-b", "-e") else value)
+        elif flag.startswith("--"):
+            out[flag[2:].replace("-", "_")] = "True" if value is None else value
+    return out
+
+
+def differs(recorded_params: dict[str, Any], today: dict[str, str]) -> list[str]:
+    """Each parameter today's catalog sets that the record ran otherwise: `batch_size 64, now 256`."""
+    return [
+        f"{key} {recorded_params[key]}, now {value}"
+        for key, value in today.items()
+        if key in recorded_params and str(recorded_params[key]) != value
+    ]

@@ -285,3 +285,22 @@ def test_the_summary_and_report_say_why_nothing_is_flagged_yet(tmp_path: Path) -
     results = RunResults("later", "custom", "hosts.yml", str(tmp_path), history=hist)
     assert f"history: {why}" in summary.render(results).splitlines()
     assert f"{why}." in html.render(results.to_dict(), tmp_path)
+
+
+def test_a_series_restarts_where_the_workload_changed() -> None:
+    """Issue 64: a nightly whose batch changed is another series, never a drop: the earlier runs of another
+    workload are left out of the comparison, and the history says the series restarted."""
+
+    def run(value: float, fingerprint: str) -> dict[str, Any]:
+        test = {"name": "train_gpu_resnet50_ddp", "hosts": ["gpu-host"], "status": "pass",
+                "metrics": {"samples_per_s_per_rank_min": value},
+                "workload": {"fingerprint": fingerprint}}  # fmt: skip
+        return {"tests": [test]}
+
+    before = [run(2150.0, "batch64"), run(2148.0, "batch64"), run(2152.0, "batch64")]
+    [change] = compare(run(1716.0, "batch256"), before)
+    assert not change.flagged and change.median is None and change.restarted == 3
+    [change] = compare(run(1716.0, "batch256"), [run(2150.0, "batch256")] * 3)
+    assert change.flagged and change.restarted == 0  # the same workload: a drop
+    [change] = compare(run(1716.0, "batch256"), [run(2150.0, "")] * 3)
+    assert change.flagged and change.restarted == 0  # recorded before 1.4: cannot tell, so compared

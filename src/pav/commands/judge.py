@@ -261,10 +261,21 @@ def render(found: Rejudgement) -> str:
         note += f" (recorded {was.status})" if changed and was is not None else ""
         reason = f": {test.reason}" if test.reason else ""
         lines.append(f"   {test.status.upper()} {test.name} on {', '.join(test.hosts)}{note}{reason}")
+    lines += _workload_lines(found)
     counts = count_statuses([r.test for r in found.tests])
     shown = [(status, n) for status, n in counts.items() if n or status != "interrupted"]
     lines.append("   " + ", ".join(f"{n} {status}" for status, n in shown))
     return "\n".join(lines) + "\n"
+
+
+def _workload_lines(found: Rejudgement) -> list[str]:
+    """Each test whose workload is not this release's, once: its throughput met no gate of today's."""
+    notes: dict[str, list[str]] = {}
+    for item in found.tests:
+        for entry in item.test.threshold.get("not_applicable") or []:
+            if isinstance(entry, dict) and entry.get("metric") == "workload":
+                notes.setdefault(str(entry.get("not_applicable")), []).append(item.test.name)
+    return [f"   WORKLOAD {', '.join(dict.fromkeys(names))}: {why}" for why, names in notes.items()]
 
 
 def _test_record(item: Rejudged) -> dict[str, Any]:

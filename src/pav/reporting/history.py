@@ -50,6 +50,10 @@ class MetricChange:
     vs_median: float | None
     flagged: bool
     allowed: float = DEFAULT_TOLERANCE  # the drop let pass: the tolerance, or the spread the kept runs show
+    # The test's workload fingerprint (pav.workload) in the latest run, and the earlier runs left out of its
+    # series because they measured another workload: a series restarts where it changes.
+    workload: str = ""
+    restarted: int = 0
 
 
 def find_runs(root: Path, env: str) -> tuple[list[Run], list[str]]:
@@ -77,13 +81,16 @@ def direction(metric: str) -> str | None:
     return None
 
 
-def metrics_of(results: dict[str, Any]) -> dict[tuple[str, str], tuple[float, str]]:
-    """(test, metric) -> (the worst value over hosts, its host) for every compared metric of a run."""
-    out: dict[tuple[str, str], tuple[float, str]] = {}
+def metrics_of(results: dict[str, Any]) -> dict[tuple[str, str], tuple[float, str, str]]:
+    """(test, metric) -> (the worst value over hosts, its host, the test's workload fingerprint) for every
+    compared metric of a run ("" where the run recorded no workload)."""
+    out: dict[tuple[str, str], tuple[float, str, str]] = {}
     for test in results.get("tests", []):
         if test.get("status") not in ("pass", "fail"):
             continue
         host = ",".join(test.get("hosts", []))
+        workload = test.get("workload") if isinstance(test.get("workload"), dict) else {}
+        fingerprint = str(workload.get("fingerprint") or "")
         for metric, value in _leaves(test.get("metrics") or {}):
             better = direction(metric)
             if better is None:
@@ -92,7 +99,7 @@ def metrics_of(results: dict[str, Any]) -> dict[tuple[str, str], tuple[float, st
             old = out.get(key)
             worse = old is None or (value < old[0] if better == "higher" else value > old[0])
             if worse:
-                out[key] = (value, host)
+                out[key] = (value, host, fingerprint)
     return out
 
 
@@ -118,22 +125,44 @@ def compare(
     the metric, and only against their median, beyond the tolerance and the metric's own run-to-run spread
     among them: CPU timings move 10-20% between back-to-back runs, and that is no drop."""
     window = [metrics_of(r) for r in earlier[-last:]]
-    previous = window[-1] if window else {}
     changes = []
-    for key, (value, host) in sorted(metrics_of(latest).items(), key=lambda item: _natural(item[0])):
+    for key, (value, host, workload) in sorted(
+        metrics_of(latest).items(), key=lambda item: _natural(item[0])
+    ):
         better = direction(key[1]) or "higher"
-        past = [m[key][0] for m in window if key in m]
-        prev = previous.get(key, (None, ""))[0]
+        # A series holds one workload: a run of another (a batch changed) is another series, never a drop
+        # (issue 64). A run that recorded none (before results.json 1.4) cannot tell, and is compared.
+        same = [m for m in window if key in m and _same_workload(m[key][2], workload)]
+        restarted = sum(1 for m in window if key in m) - len(same)
+        past = [m[key][0] for m in same]
+        last = window[-1] if window else {}
+        prev = last[key][0] if key in last and _same_workload(last[key][2], workload) else None
         median = statistics.median(past) if past else None
         vs_prev, vs_median = _change(value, prev, better), _change(value, median, better)
         allowed = max(tolerance, spread(past))
         flagged = len(past) >= MIN_RUNS and vs_median is not None and vs_median < -allowed
         changes.append(
             MetricChange(
-                key[0], key[1], better, value, host, prev, vs_prev, median, vs_median, flagged, allowed
+                key[0],
+                key[1],
+                better,
+                value,
+                host,
+                prev,
+                vs_prev,
+                median,
+                vs_median,
+                flagged,
+                allowed,
+                workload,
+                restarted,
             )
         )
     return changes
+
+
+def _same_workload(earlier: str, latest: str) -> bool:
+    return not earlier or not latest or earlier == latest
 
 
 def spread(past: list[float]) -> float:
@@ -221,6 +250,9 @@ def render(hist: dict[str, Any]) -> str:
     )
     if too_few(hist):
         lines.append(f"none can be flagged yet: {too_few(hist)}")
+    restarted = sorted({m["test"] for m in hist["metrics"] if m.get("restarted")})
+    if restarted:
+        lines.append(f"series restarted (earlier runs measured another workload): {', '.join(restarted)}")
     return "\n".join(lines) + "\n"
 
 
