@@ -231,7 +231,7 @@ def where_to_run(args: argparse.Namespace) -> EnvSpec:
         return custom_env(args.inventory)
     if args.env:
         return resolve_env(args.env)
-    recorded = rundir.recorded_run(args.run_dir) if args.run_dir is not None else reused_record(args)
+    recorded = (rundir.recorded_run(args.run_dir) if args.run_dir else None) or reused_record(args)
     if recorded is not None:
         return custom_env(Path(recorded.inventory)) if recorded.env == "custom" else resolve_env(recorded.env)
     return resolve_env("local")

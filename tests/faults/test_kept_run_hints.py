@@ -75,31 +75,42 @@ BEFORE_64 = {"stages": [{"name": "provision", "status": "ok"}, {"name": "report"
 NOW = {"kept": {"resources": ["null_resource.host[0]", "null_resource.net"], "hosts": ["sim-x-0"]}}
 
 
+RUN_ID = "20261129T021500.000Z-sim"
+# Each names the kept run alone, no --env: the teardown by its dir, --reuse by its id (its record is found
+# under the results root, $PAV_RESULTS_ROOT here).
+ACTS_ON = {
+    "teardown": ("--stages", "teardown", "--run-dir", f"runs/{RUN_ID}"),
+    "reuse": ("--reuse", RUN_ID, "--stages", "provision,report", "--keep"),
+}
+
+
 @pytest.mark.parametrize("record", [BEFORE_64, NOW], ids=["before-64", "now"])
 @pytest.mark.parametrize("gone", ["missing", "empty"])
-def test_a_teardown_whose_recorded_state_is_gone_refuses(
-    tmp_path: Path, record: dict[str, object], gone: str
+@pytest.mark.parametrize("command", sorted(ACTS_ON))
+def test_a_kept_run_whose_recorded_state_is_gone_is_refused(
+    tmp_path: Path, record: dict[str, object], gone: str, command: str
 ) -> None:
     state = tmp_path / "nightly-state"  # where the nightly unit's PAV_STATE_DIR put the hosts
     if gone == "empty":
         state.mkdir()
-    run_id = "20261129T021500.000Z-sim"
-    kept_dir = tmp_path / run_id
-    kept_dir.mkdir()
-    fields = {"run_id": run_id, "env": "sim", "inventory": "terraform/envs/sim", "state_dir": str(state)}
+    kept_dir = tmp_path / "runs" / RUN_ID
+    kept_dir.mkdir(parents=True)
+    fields = {"run_id": RUN_ID, "env": "sim", "inventory": "terraform/envs/sim", "state_dir": str(state)}
     (kept_dir / "results.json").write_text(json.dumps(fields | record))
     # The operator's shell has a state dir of its own, with nothing in it.
     shell = {"PAV_STATE_DIR": str(tmp_path / "shell-state"), "PAV_RESULTS_ROOT": str(tmp_path / "runs")}
 
-    down = run_cli_here("--stages", "teardown", "--run-dir", str(kept_dir), env=shell)
+    args = [str(tmp_path / a) if a.startswith("runs/") else a for a in ACTS_ON[command]]
+    down = run_cli_here(*args, env=shell)
     found = "does not exist" if gone == "missing" else "holds none for it"
     assert_one_line_error(
         down,
-        f"kept run {run_id} recorded its Terraform state in {state}, which {found}: restore that folder",
+        f"kept run {RUN_ID} recorded its Terraform state in {state}, which {found}: restore that folder",
         "nothing was destroyed",
         documented=True,
     )
     assert "ok" not in down.stdout
     # Refused before anything: no record of its own, no state dir made, the kept run's record alone.
-    assert not (tmp_path / "runs").exists() and not (tmp_path / "shell-state").exists()
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [RUN_ID]
+    assert not (tmp_path / "shell-state").exists()
     assert state.exists() == (gone == "empty") and [p.name for p in kept_dir.iterdir()] == ["results.json"]
