@@ -59,12 +59,12 @@ def left_up(ctx: RunContext) -> dict[str, Any]:
     """What the run leaves up for later (results.json's `kept`), with the commands that act on it as they run
     pasted into any shell: the teardown takes env and state from the run's record; the reuse names both, so
     it needs no record either. {} where nothing is left: torn down, or nothing made."""
-    keeps = ctx.options.keep or not ctx.wants("teardown")
-    if not ctx.env.provisions:
+    if not ctx.env.provisions:  # the run's work on static hosts stays only with --keep
         return {"teardown": shlex.join(_teardown(ctx))} if ctx.options.keep else {}
     state = ctx.env.state_dir
     left = keeper.resources(state)
-    if not keeps or not left:
+    # As pav.ownership.settle keeps them: --keep, or no teardown among --stages.
+    if not left or not (ctx.options.keep or not ctx.wants("teardown")):
         return {}
     ctx.results.state_dir = ctx.results.state_dir or str(state)  # where a later teardown must look
     reuse = [COMMAND, "--env", ctx.env.name, "--reuse", _keeper(ctx), "--keep"]
