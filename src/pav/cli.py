@@ -26,6 +26,7 @@ from pav.errors import PavError
 from pav.extravars import parse_extra_vars
 from pav.options import ON_FAIL
 from pav.printable import printable
+from pav.provisioning import keeper
 from pav.reporting import pushgateway, timings
 from pav.results import RunResults
 from pav.settings import PLATFORMS, load_settings
@@ -231,10 +232,28 @@ def where_to_run(args: argparse.Namespace) -> EnvSpec:
         return custom_env(args.inventory)
     if args.env:
         return resolve_env(args.env)
-    recorded = rundir.recorded_run(args.run_dir) if args.run_dir is not None else None
+    recorded = (rundir.recorded_run(args.run_dir) if args.run_dir else None) or reused_record(args)
     if recorded is not None:
         return custom_env(Path(recorded.inventory)) if recorded.env == "custom" else resolve_env(recorded.env)
     return resolve_env("local")
+
+
+def reused_record(args: argparse.Namespace) -> rundir.RecordedRun | None:
+    """The record of the run --reuse RUN_ID names, where it lies under the results root: its env and its
+    state dir are where that run's hosts are."""
+    if not args.reuse:
+        return None
+    found = rundir.recorded_run(rundir.default_run_dir(args.reuse, args.results_root))
+    return found if found is not None and found.run_id == args.reuse else None
+
+
+def with_recorded_state(env: EnvSpec, recorded: rundir.RecordedRun | None) -> EnvSpec:
+    """The env, its state where the run this one acts on recorded it: that record, not PAV_STATE_DIR or this
+    shell's default, knows where the run's hosts are (a nightly unit sets its own state dir; an operator
+    tears down from a shell that does not)."""
+    if recorded is None or not recorded.state_dir or recorded.env != env.name or not env.provisions:
+        return env
+    return replace(env, recorded_state_dir=Path(recorded.state_dir))
 
 
 def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...]) -> str | None:
@@ -326,6 +345,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
     # Stages that launch nothing, given a kept run's dir, act on that run (its work on the hosts); its
     # record stays as it is: this run's own goes beside it.
     kept = own_run_dir(args, env, options.stages)
+    env = with_recorded_state(env, rundir.recorded_run(args.run_dir) if kept else reused_record(args))
     run_id = rundir.new_run_id(env.name)
     if kept:
         run_dir = args.run_dir.parent / run_id
@@ -354,6 +374,10 @@ def run(argv: list[str]) -> int:
     if gone := already_torn_down(ctx):
         print(gone)
         return 0
+    if not ctx.options.dry_run:
+        refuse_lost_state(ctx)
+    if note := recorded_state_note(ctx):
+        print(note, flush=True)
     platform = pipeline.platform_for(ctx)
     if ctx.options.dry_run:
         plan.check_exports(ctx)
@@ -413,6 +437,46 @@ def already_torn_down(ctx: RunContext) -> str:
         f"nothing to tear down: run {kept['run_id']}'s hosts were already torn down at "
         f"{link['torn_down_at']} by run {link['by_run']} (its run dir {link['by_run_dir']})"
     )
+
+
+def acted_on(ctx: RunContext) -> tuple[str, Path] | None:
+    """The kept run whose hosts this run acts on by its record (a teardown given its dir, --reuse), and that
+    record's dir; None for a run of its own."""
+    if ctx.results.kept_run:
+        return ctx.results.kept_run["run_id"], Path(ctx.results.kept_run["run_dir"])
+    if ctx.options.reuse:
+        return ctx.options.reuse, rundir.default_run_dir(ctx.options.reuse, ctx.options.results_root)
+    return None
+
+
+def refuse_lost_state(ctx: RunContext) -> None:
+    """A kept run's hosts are where its record says its state is. Where that state is gone (deleted, moved, or
+    on another machine), Terraform has nothing to destroy and a teardown said "ok" while the hosts, paid VMs
+    on a cloud, ran on: refused instead, before any lock or stage."""
+    run = acted_on(ctx)
+    state = ctx.env.recorded_state_dir
+    if run is None or state is None or keeper.resources(state):
+        return
+    recorded = rundir.recorded_run(run[1])
+    if recorded is None or not recorded.left_hosts or run_links.torn_down(run[1]) is not None:
+        return  # a run whose hosts a later run destroyed: the env's record says so (pav.ownership)
+    found = "does not exist" if not state.exists() else "holds none for it"
+    raise PavError(
+        f"kept run {run[0]} recorded its Terraform state in {state}, which {found}: restore that folder "
+        f"(a state moved elsewhere goes back there) and run this again; nothing was destroyed"
+    )
+
+
+def recorded_state_note(ctx: RunContext) -> str:
+    """One line where the recorded state dir is not the one this shell would use: the recorded one wins."""
+    run, state = acted_on(ctx), ctx.env.recorded_state_dir
+    if run is None or state is None:
+        return ""
+    shell = paths.state_dir(ctx.env.state_name)
+    if shell == state:
+        return ""
+    whose = f"PAV_STATE_DIR={shell}" if os.environ.get("PAV_STATE_DIR") else f"this shell's default {shell}"
+    return f"state dir: {state}, as kept run {run[0]} recorded it (not {whose}): its hosts are there"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from pav.inventory import Host
 from pav.launch import Launch
 from pav.locks import Holder
 from pav.options import STAGES, Options
-from pav.paths import state_dir
 from pav.results import RunResults
 from pav.run_inputs import RunInputs
 from pav.settings import Settings
@@ -91,7 +90,7 @@ class RunContext:
             "pav_launcher": self.inputs.launcher,
             "pav_allow_missing": self.options.allow_missing,
             # Outlives the run: keys the hosts keep (mpirun's cluster key) must be the same next run.
-            "pav_state_dir": str(state_dir(self.env.state_name)),
+            "pav_state_dir": str(self.env.state_dir),
             # Hosts that share this machine's filesystem (local, sim) run the payload with this Python.
             "pav_controller_python": sys.executable,
         }

@@ -25,6 +25,15 @@ class EnvSpec:
     # What provision.yml fixes for the root (region, platform) and what it only defaults.
     terraform_values: dict[str, Any] = field(default_factory=dict)
     terraform_defaults: dict[str, Any] = field(default_factory=dict)
+    # The state dir a kept run recorded (its results.json), for the runs that act on that run's hosts: its
+    # teardown, --reuse. None: the env's own (PAV_STATE_DIR, else the default).
+    recorded_state_dir: Path | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        """Where this env's state is: the one a kept run recorded, when acting on that run, wins over
+        PAV_STATE_DIR: the hosts are where that run put them, whatever the shell says now."""
+        return self.recorded_state_dir or paths.state_dir(self.state_name)
 
     @property
     def state_name(self) -> str:

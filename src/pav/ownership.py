@@ -23,7 +23,6 @@ from pav import locks, rundir
 from pav.context import RunContext
 from pav.errors import PavError
 from pav.locks import Holder
-from pav.paths import state_dir
 from pav.processes import alive
 from pav.provisioning import keeper
 from pav.provisioning.keeper import Keep, StateRecord
@@ -67,7 +66,7 @@ def claimed(ctx: RunContext) -> Iterator[None]:
 
 @contextmanager
 def _state_held(ctx: RunContext) -> Iterator[None]:
-    state = state_dir(ctx.env.name)
+    state = ctx.env.state_dir
     me = holder(ctx)
     other = locks.take(state / LOCK, me)
     if other is not None:
@@ -94,7 +93,7 @@ def _state_held(ctx: RunContext) -> Iterator[None]:
 
 def preview(ctx: RunContext) -> str:
     """What --dry-run says of the env's state: whether this run could take it, and what it would do first."""
-    state = state_dir(ctx.env.name)
+    state = ctx.env.state_dir
     other = locks.read(state / LOCK)
     if other is not None and other.pid != os.getpid() and alive(other.pid):
         return f"this run would stop: {busy(ctx.env.name, state, other)}"
@@ -199,7 +198,7 @@ def busy(env: str, state: Path, other: Holder) -> str:
 @contextmanager
 def _registered(ctx: RunContext) -> Iterator[None]:
     """A static env's live runs, each a lock file of its own; one whose lock is free is a gone run."""
-    folder = state_dir(ctx.env.state_name) / RUNS
+    folder = ctx.env.state_dir / RUNS
     made = _missing_parents(folder)
     mine = folder / f"{ctx.results.run_id}.lock"
     locks.take(mine, holder(ctx))
@@ -220,7 +219,7 @@ def _registered(ctx: RunContext) -> Iterator[None]:
 
 
 def registry_entry(ctx: RunContext, run_id: str) -> Path:
-    return state_dir(ctx.env.state_name) / RUNS / f"{run_id}.lock"
+    return ctx.env.state_dir / RUNS / f"{run_id}.lock"
 
 
 def _missing_parents(folder: Path) -> list[Path]:

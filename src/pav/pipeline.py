@@ -4,6 +4,7 @@ tear down."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pav import interrupts
 from pav.context import RunContext
@@ -11,7 +12,7 @@ from pav.errors import Interrupted, PavError
 from pav.marking import flow as marking
 from pav.platform import Platform, StageFn, hosts_platform, k8s_platform
 from pav.results import NOTHING_RUN, utc_now
-from pav.stages import report, scrub
+from pav.stages import report, scrub, teardown
 
 # Stages a signal stops; collect, report and teardown still run after it.
 RUN_STAGES = ("provision", "configure", "validate")
@@ -30,12 +31,21 @@ def execute(ctx: RunContext, platform: Platform) -> int:
         error = guarded(ctx, lambda c: _run_stages(c, platform))
     finally:
         error = wrap_up(ctx, error, _wrap_up_steps(ctx, platform))
+        ctx.results.kept = _left_up(ctx)
         report.write(ctx)  # once more, so the files show teardown's outcome too
         report.export_metrics(ctx)  # only with its flags, from the files as final
         if platform.finish is not None:
             platform.finish(ctx)
         scrub.scrub_run(ctx)  # last, on every platform: teardown may still have needed the secrets
     return exit_code(ctx, error)
+
+
+def _left_up(ctx: RunContext) -> dict[str, Any]:
+    """What the run leaves up and how to act on it; a state unreadable here must not cost the report."""
+    try:
+        return teardown.left_up(ctx)
+    except (OSError, PavError):
+        return {}
 
 
 def _run_stages(ctx: RunContext, platform: Platform) -> None:

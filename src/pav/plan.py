@@ -5,7 +5,6 @@ from __future__ import annotations
 from pav import ownership, paths
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
-from pav.paths import state_dir
 from pav.provisioning import keeper
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.reporting import metrics_export, pushgateway
@@ -86,7 +85,7 @@ def after_report(ctx: RunContext) -> list[str]:
 def _existing_hosts(ctx: RunContext) -> list[str]:
     """Without provision (or with --reuse) the run acts on what the env's Terraform state holds now (a kept
     cluster): read from the state file, no Terraform run."""
-    state = state_dir(ctx.env.name)
+    state = ctx.env.state_dir
     found = keeper.host_names(state)
     if not found:
         return [f"  none: the env's state ({state}) holds no hosts"]

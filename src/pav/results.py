@@ -114,6 +114,9 @@ class RunResults:
     actions: list[Action] = field(default_factory=list)  # --on-fail, --recheck: what was done to which node
     kept_run: dict[str, str] = field(default_factory=dict)  # the run acted on (--run-dir): run_id, run_dir
     reused: str = ""  # --reuse: the run whose kept hosts this run ran on
+    # What the run left up for later (--keep, or no teardown among --stages; {}: nothing): `state_dir`,
+    # `resources` and `hosts` still in it, and the commands that act on them as printed: `teardown`, `reuse`.
+    kept: dict[str, Any] = field(default_factory=dict)
     k8s: dict[str, Any] = field(default_factory=dict)  # --platform k8s: job_api (trainer, v1) and its kinds
     node_policy: dict[str, Any] = field(
         default_factory=dict

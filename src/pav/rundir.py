@@ -93,6 +93,8 @@ class RecordedRun:
     run_id: str
     env: str
     inventory: str  # results.json's inventory: the hosts file, or the Terraform root
+    state_dir: str = ""  # where the env's Terraform state was ("": an env that provisions nothing)
+    left_hosts: bool = False  # the run provisioned (or reused) hosts and left them up: --keep, or no teardown
 
 
 def recorded_run(run_dir: Path) -> RecordedRun | None:
@@ -101,7 +103,23 @@ def recorded_run(run_dir: Path) -> RecordedRun | None:
     run_id, env, inventory = data.get("run_id"), data.get("env"), data.get("inventory")
     if not isinstance(run_id, str) or not isinstance(env, str):
         return None
-    return RecordedRun(run_id, env, inventory if isinstance(inventory, str) else "")
+    state = data.get("state_dir")
+    state = state if isinstance(state, str) else ""
+    return RecordedRun(
+        run_id, env, inventory if isinstance(inventory, str) else "", state, _left(data, state)
+    )
+
+
+def _left(data: dict[str, Any], state: str) -> bool:
+    """Whether the record says the run's hosts were left up. Records before issue 64 lack `kept`: there, a
+    run that recorded a state dir and whose teardown did not run, or only said it kept them."""
+    kept = data.get("kept")
+    if isinstance(kept, dict):
+        return bool(kept.get("resources"))
+    if not state:
+        return False
+    stages = [s for s in data.get("stages") or [] if isinstance(s, dict) and s.get("name") == "teardown"]
+    return not stages or str(stages[0].get("detail", "")).startswith("kept")
 
 
 def reused_by(run_dir: Path) -> str:

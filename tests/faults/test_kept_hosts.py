@@ -56,7 +56,9 @@ def test_kept_hosts_are_the_kept_runs_until_it_is_torn_down(sim_deps: None, sand
 
     # The kept run's teardown, run as the kept run printed it (no --env: the run dir's record names it):
     # the hosts go, its record stays; the teardown's own record lies beside it (issue 48).
-    printed = re.search(r"(--stages teardown --run-dir (\S+)) removes it", kept.stdout)
+    printed = re.search(
+        r"^  teardown: provision-and-validate (--stages teardown --run-dir (\S+))$", kept.stdout, re.M
+    )
     assert printed is not None and printed.group(2) == str(kept_dir), kept.stdout
     down = run_cli(*printed.group(1).split(), env=sandbox.env())
     assert down.rc == 0, down.stdout + down.stderr

@@ -12,7 +12,7 @@ import yaml
 
 from pav.envs import EnvSpec
 from pav.errors import PavError
-from pav.paths import make_private, state_dir
+from pav.paths import make_private
 from pav.provisioning import nebius
 from pav.terraform import Terraform
 
@@ -21,7 +21,7 @@ def kubeconfig_path(env: EnvSpec) -> Path:
     if env.terraform_dir is None:
         explicit = os.environ.get("KUBECONFIG", "")
         return Path(explicit) if explicit else Path.home() / ".kube" / "config"
-    return state_dir(env.name) / "kubeconfig"
+    return env.state_dir / "kubeconfig"
 
 
 # kubectl's token in service-account mode: the kubeconfig's exec plugin asks the nebius CLI, with the
@@ -44,7 +44,7 @@ def check_kubectl_auth(environ: Mapping[str, str]) -> None:
 def apply(env: EnvSpec, workers: int, run_id: str, max_hours: int | None = None) -> Path:
     assert env.terraform_dir is not None
     check_kubectl_auth(os.environ)
-    state = state_dir(env.name)
+    state = env.state_dir
     variables = nebius.variables(state, env, workers, run_id=run_id, max_hours=max_hours)
     tf = Terraform(env.terraform_dir, state)
     tf.init()
@@ -66,7 +66,7 @@ def write_kubeconfig(outputs: dict[str, Any], path: Path) -> Path:
 
 def destroy(env: EnvSpec) -> list[str]:
     assert env.terraform_dir is not None
-    tf = Terraform(env.terraform_dir, state_dir(env.name))
+    tf = Terraform(env.terraform_dir, env.state_dir)
     if tf.state_file.exists():
         nebius.refresh_auth(tf.var_file, os.environ)
     destroyed = tf.destroy()

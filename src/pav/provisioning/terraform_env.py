@@ -10,7 +10,6 @@ from typing import Any
 from pav import interrupts
 from pav.envs import EnvSpec
 from pav.errors import PavError
-from pav.paths import state_dir
 from pav.provisioning import nebius, sim
 from pav.provisioning.hosts import ProvisionedHost, host_vars, parse_hosts
 from pav.provisioning.ssh import wait_and_pin
@@ -25,7 +24,7 @@ class TerraformEnv:
 
     @classmethod
     def for_env(cls, env: EnvSpec, max_hours: int | None = None) -> TerraformEnv:
-        made = cls(env, state_dir(env.name), max_hours)
+        made = cls(env, env.state_dir, max_hours)
         if max_hours is not None and not made.nebius:
             raise PavError(
                 f"--max-hours labels cloud resources; env {env.name} makes none (use a nebius-* env)"

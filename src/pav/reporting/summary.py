@@ -66,6 +66,7 @@ def render(results: RunResults) -> str:
     if results.verdict == NOTHING_RUN:
         skipped = "; ".join(f"{t.name} on {','.join(t.hosts)}: {t.reason}" for t in results.tests)
         lines.append(f"nothing was run: every planned test was skipped ({skipped or 'none was planned'})")
+    lines += kept_lines(results)
     lines.append(f"VERDICT: {results.verdict}")
     return "\n".join(lines) + "\n"
 
@@ -91,6 +92,23 @@ def _render_teardown(results: RunResults) -> str:
         lines.append(f"error: {results.error}")
     lines.append(f"VERDICT: {results.verdict}")
     return "\n".join(lines) + "\n"
+
+
+def kept_lines(results: RunResults) -> list[str]:
+    """What the run left up and the commands that act on it, each whole: they run as pasted (issue 64)."""
+    kept = results.kept
+    if not kept:
+        return []
+    hosts = kept.get("hosts") or []
+    if "resources" in kept:
+        what = f"{len(kept['resources'])} resource(s)" + (f", hosts {', '.join(hosts)}" if hosts else "")
+        head = f"kept: {what}; state in {kept['state_dir']}; other runs refuse them until they expire"
+    else:
+        head = "kept: the run's work on its hosts"
+    lines = [head, f"  teardown: {kept['teardown']}"]
+    if kept.get("reuse"):
+        lines.append(f"  reuse: {kept['reuse']}")
+    return lines
 
 
 def _torn_down(results: RunResults) -> list[str]:

@@ -14,7 +14,7 @@ from pav.k8s.kubectl import Kubectl
 from pav.k8s_fabric import fabric_env
 from pav.k8s_policy import check_manifest
 from pav.ownership import clear_leftover
-from pav.stages import report
+from pav.stages import report, teardown
 
 MANAGED = "app.kubernetes.io/managed-by=provision-and-validate"
 
@@ -165,11 +165,7 @@ def teardown_stage(ctx: RunContext) -> str:
     """Delete the run's jobs, then destroy what was provisioned: a failed delete (API gone, a type the
     server lacks) never keeps a paid cluster up. Its error is raised after the destroy."""
     if ctx.options.keep:
-        later = f"--stages teardown --run-dir {ctx.run_dir} removes them"
-        if ctx.env.provisions:
-            keeper = ctx.results.reused or ctx.results.run_id
-            later += f", --reuse {keeper} runs on them (other runs refuse them)"
-        return f"kept (--keep): jobs and cluster left; {later}"
+        return f"kept (--keep): jobs and cluster left; {teardown.KEPT_LINES}"
     notes, failed = [], []
     path = provision.kubeconfig_path(ctx.env)
     if path.is_file():

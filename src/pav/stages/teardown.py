@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import re
+import shlex
+from pathlib import Path
+from typing import Any
 
+from pav import rundir
 from pav.context import RunContext
+from pav.provisioning import keeper
 from pav.stages.playbook import play, torn_down
 from pav.stages.provision import terraform_env
 
@@ -43,10 +48,48 @@ def run(ctx: RunContext) -> str:
 
 
 def kept(ctx: RunContext) -> str:
-    later = f"--stages teardown --run-dir {ctx.run_dir} removes it"
-    if ctx.env.provisions:
-        later += f", --reuse {ctx.results.reused or ctx.results.run_id} runs on it (other runs refuse it)"
-    return f"kept (--keep): nothing removed; {later}"
+    return f"kept (--keep): nothing removed; {KEPT_LINES}"
+
+
+KEPT_LINES = "the summary's kept: lines remove it or run on it, as printed"
+COMMAND = "provision-and-validate"
+
+
+def left_up(ctx: RunContext) -> dict[str, Any]:
+    """What the run leaves up for later (results.json's `kept`), with the commands that act on it as they run
+    pasted into any shell: the teardown takes env and state from the run's record; the reuse names both, so
+    it needs no record either. {} where nothing is left: torn down, or nothing made."""
+    if not ctx.env.provisions:  # the run's work on static hosts stays only with --keep
+        return {"teardown": shlex.join(_teardown(ctx))} if ctx.options.keep else {}
+    state = ctx.env.state_dir
+    left = keeper.resources(state)
+    # As pav.ownership.settle keeps them: --keep, or no teardown among --stages.
+    if not left or not (ctx.options.keep or not ctx.wants("teardown")):
+        return {}
+    ctx.results.state_dir = ctx.results.state_dir or str(state)  # where a later teardown must look
+    reuse = [COMMAND, "--env", ctx.env.name, "--reuse", _keeper(ctx), "--keep"]
+    return {
+        "state_dir": str(state),
+        "resources": left,
+        "hosts": keeper.host_names(state),
+        "teardown": shlex.join(_teardown(ctx)),
+        # PAV_STATE_DIR named: the hosts are found wherever the run's record is and whatever the shell sets.
+        "reuse": f"PAV_STATE_DIR={shlex.quote(str(state))} {shlex.join(reuse)}",
+    }
+
+
+def _teardown(ctx: RunContext) -> list[str]:
+    kept_dir = ctx.results.kept_run.get("run_dir")
+    run_dir = Path(kept_dir) if kept_dir else ctx.run_dir
+    return [COMMAND, "--stages", "teardown", "--run-dir", str(run_dir.absolute())]
+
+
+def _keeper(ctx: RunContext) -> str:
+    """The run the env's record keeps the hosts for: the one --reuse must name."""
+    kept = ctx.results.kept_run
+    if ctx.results.reused or not kept:
+        return ctx.results.reused or ctx.results.run_id
+    return rundir.reused_by(Path(kept["run_dir"])) or kept["run_id"]
 
 
 def whose(ctx: RunContext) -> str:
