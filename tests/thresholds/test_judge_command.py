@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pav.catalog import CATALOG
 from pav.commands.judge import rejudge
 from pav.judging import explained_by_gates
 from pav.launch import Launch
@@ -21,6 +22,7 @@ from pav.reporting import metrics, metrics_export
 from pav.reporting.exposition import render
 from pav.results import HostRecord, TestResult
 from pav.stages import report
+from pav.workload import declared
 from tests.conftest import assert_one_line_error, run_cli, run_cli_here
 from tests.driver.contexts import context
 from tests.thresholds.test_derive import H100, NDR, SIZE, hgx, probe_metrics
@@ -41,7 +43,10 @@ def write(run_dir: Path, test: str, host: str, rc: int, ranks: list[dict[str, An
     folder.mkdir(parents=True)
     (folder / "launcher.rc").write_text(f"{rc}\n")
     (folder / "launcher.log").write_text(log)
+    spec = CATALOG[test]
     for r in ranks:
+        # As the payload records them: what the catalog ran it with (its workload, pav.workload).
+        r = r | {"params": declared(spec.args, spec.launcher)}
         (folder / f"{test}.rank{r['rank']}.json").write_text(json.dumps(r))
 
 
