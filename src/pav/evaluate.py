@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pav import nccl_transport
+from pav import first_failure, nccl_transport
 from pav.catalog import spec_of
 from pav.launch import Launch
 from pav.nccl_tests import record as nccl_record
@@ -76,13 +77,16 @@ def evaluate_group(
         # The binary names the collective: argv[0] on one host, after mpirun's options across hosts.
         binary = next((a for a in argv if a.endswith("_perf")), argv[0])
         return _with_transport(_judge_nccl_tests(result, rcs, dirs, nccl_gates or {}, binary), dirs)
-    ranks = [rank for d in dirs.values() for rank in _read_ranks(d)]
+    by_dir = {h: _read_ranks(d) for h, d in dirs.items()}
+    ranks = [rank for found in by_dir.values() for rank in found]
     workload = of_ranks(ranks)
     result.workload = workload.to_dict() if workload else {}
     expected = sum(launch.ranks_by_host.get(h, 0) for h in launch_hosts)
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
     log = _log(next(iter(dirs.values())))
-    return _with_transport(_judge_ranks(result, failed_rc, ranks, expected, gates, log), dirs)
+    where = RankHosts(by_dir)
+    first = _first_failure(dirs, where, ranks) if failed_rc else None
+    return _with_transport(_judge_ranks(result, failed_rc, ranks, expected, gates, log, first, where), dirs)
 
 
 def _with_transport(result: TestResult, dirs: dict[str, Path]) -> TestResult:
@@ -115,7 +119,11 @@ def _judge_ranks(
     expected: int,
     gates: list[Gate],
     log: str,
+    first: first_failure.Failure | None = None,
+    where: RankHosts | None = None,
 ) -> TestResult:
+    if first is not None:
+        return _judge_crash(result, ranks, first, where or RankHosts({}))
     bad = [r for r in ranks if r.get("status") != "pass"]
     if bad:
         worst = _cause(bad)
@@ -135,6 +143,75 @@ def _judge_ranks(
     result.status = "fail" if failures else "pass"
     result.reason = "; ".join(failures)
     return result
+
+
+def _judge_crash(
+    result: TestResult, ranks: list[dict[str, Any]], first: first_failure.Failure, where: RankHosts
+) -> TestResult:
+    """A launch whose launcher recorded the rank that failed first: that rank is the cause, named with its
+    host, whether or not it wrote a report; the other ranks' failures follow from it (issue 64)."""
+    own = next((r for r in ranks if r.get("rank") == first.rank), {})
+    what = first.what()
+    if not first.error and own.get("ended") and own.get("reason"):  # its own exception, as it reported it
+        what = f"{what}: {own['reason']}"
+    result.status = "error"
+    result.reason = f"rank {first.rank} on {first.host} {what} (the first to fail)"
+    victims = [r for r in ranks if r.get("status") != "pass" and r.get("rank") != first.rank]
+    if victims:
+        victim = _cause(victims)
+        said = victim.get("reason") or "it did not finish"
+        rank = victim.get("rank")
+        result.reason += f"; rank {rank} on {where.host_of(rank) or '?'} lost its peer: {said}"
+    result.metrics.update(summarize(ranks))
+    result.metrics["first_failure"] = first.record()
+    return result
+
+
+class RankHosts:
+    """Which of the launch's hosts each rank ran on: the host whose results folder holds its report."""
+
+    def __init__(self, by_dir: Mapping[str, list[dict[str, Any]]]) -> None:
+        self._rank = {r.get("rank"): host for host, found in by_dir.items() for r in found}
+        self._name = {_short(r.get("hostname")): host for host, found in by_dir.items() for r in found}
+        self._name |= {_short(host): host for host in by_dir}
+
+    def host_of(self, rank: Any) -> str:
+        return self._rank.get(rank, "")
+
+    def resolve(self, failure: first_failure.Failure, logged_on: str) -> str:
+        """The launch's host a launcher's failure names: the host of the rank's own report (a rank that
+        died has its provisional one), else the one whose hostname the launcher gave, else the host whose
+        log recorded it (torchrun's agent reports its own node's ranks)."""
+        return self.host_of(failure.rank) or self._name.get(_short(failure.host)) or logged_on
+
+
+def _short(hostname: Any) -> str:
+    return str(hostname or "").split(".")[0]
+
+
+def _first_failure(
+    dirs: dict[str, Path], where: RankHosts, ranks: list[dict[str, Any]]
+) -> first_failure.Failure | None:
+    """The first failure the launchers recorded, its host one of the launch's. Each torchrun agent names
+    the first of its own node's ranks; of those, the earliest (torchrun's times are whole seconds): at
+    the same second one that ended by a signal (its agent stops it after a local peer failed) or that
+    reported an exception of its own (a lost peer raises one) comes after one that just died."""
+    found = [
+        replace(failure, host=where.resolve(failure, host))
+        for host, d in dirs.items()
+        for failure in first_failure.read(_text(d / "launcher.log"))
+    ]
+    if not found:
+        return None
+    reported = {r.get("rank") for r in ranks if r.get("ended")}
+    return min(found, key=lambda f: (f.time, bool(f.signal), f.rank in reported))
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def gate_failures(metrics: dict[str, Any], gates: Sequence[Gate]) -> list[str]:

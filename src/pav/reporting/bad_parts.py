@@ -5,7 +5,7 @@ however many tests and gates failed on it, with its worst figure against its gat
 Built from the gates as results.json records them, not from reason strings: a derived gate names its `part`
 and carries its `value` and `status`; a profile gate is checked again against the test's metrics; gpu_health
 lists each problem's part. A failing test none of these explain (a timeout, a crash, no result) is a bad
-part of its host(s) with its reason.
+part of its host(s) with its reason; of a crash across hosts, of the host of the rank that failed first.
 """
 
 from __future__ import annotations
@@ -148,8 +148,12 @@ def _reason(test: dict[str, Any]) -> Figure:
 
 
 def _where(test: dict[str, Any], suspects: set[str]) -> tuple[str, ...]:
-    """A test's hosts; of a test across hosts, those isolation named, where it named any."""
+    """A test's hosts; of a test across hosts, the host of the rank its launcher saw fail first (the others
+    lost their peer), else those isolation named, where it named any."""
     hosts = tuple(str(h) for h in test.get("hosts") or [])
+    first = str(((test.get("metrics") or {}).get("first_failure") or {}).get("host") or "")
+    if len(hosts) > 1 and first in hosts:
+        return (first,)
     named = tuple(h for h in hosts if h in suspects)
     return named if len(hosts) > 1 and named else hosts
 

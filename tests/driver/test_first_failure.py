@@ -1,0 +1,114 @@
+"""The rank that failed first, from its launcher's own record (issue 64): torchrun's Root Cause block and
+mpirun's messages, read from real output of this project's fault tests (fixtures/first_failure/README.md),
+and judged so that the reason and the bad part name that rank and its host, not a peer it took down."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+from pav import first_failure
+from pav.evaluate import evaluate_launch
+from pav.launch import Launch
+from pav.reporting import bad_parts
+from pav.thresholds.gate import Gate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "first_failure"
+GATE = Gate("wrong_total", max=0)
+
+
+def test_torchruns_root_cause_is_the_rank_that_exited_not_the_one_it_stopped() -> None:
+    [found] = first_failure.read((FIXTURES / "torchrun_host" / "launcher.log").read_text())
+    assert (found.rank, found.host, found.exitcode, found.signal) == (1, "localhost", 3, "")
+    assert (found.time, found.error, found.source) == ("2026-11-29_06:09:08", "", "torchrun")
+    assert found.what() == "exited with code 3"
+
+
+def test_each_torchrun_agent_names_its_own_nodes_first_failure() -> None:
+    node0 = first_failure.read((FIXTURES / "torchrun_two_nodes" / "node0" / "launcher.log").read_text())
+    node1 = first_failure.read((FIXTURES / "torchrun_two_nodes" / "node1" / "launcher.log").read_text())
+    assert [(f.rank, f.exitcode) for f in node0] == [(1, 3)]
+    assert [(f.rank, f.exitcode) for f in node1] == [(2, 2)]
+    assert node0[0].time == node1[0].time  # one-second steps: the time alone cannot order them
+
+
+def test_a_signal_is_named_as_torchrun_records_it() -> None:
+    text = (FIXTURES / "torchrun_host" / "launcher.log").read_text()
+    # The same block as torchrun writes it for a rank a signal ended (its "Failures:" entry for rank 0).
+    killed = text.replace("exitcode  : 3 (pid: 17173) ", "exitcode  : -9 (pid: 17173)  (SIGKILL)").replace(
+        "traceback : To enable", "traceback : Signal 9 (SIGKILL) received by PID 17173\n  x : To enable"
+    )
+    [found] = first_failure.read(killed)
+    assert (found.rank, found.exitcode, found.signal) == (1, None, "SIGKILL")
+    assert found.what() == "was killed by SIGKILL"
+
+
+def test_torchruns_error_file_gives_the_exception(tmp_path: Path) -> None:
+    """A rank under @record writes its exception to the error file torchrun names; where the file is
+    readable here (one host, or a shared folder), the reason gives it."""
+    error = tmp_path / "error.json"
+    error.write_text(json.dumps({"message": {"message": "ValueError: bad size", "extraInfo": {}}}))
+    text = (FIXTURES / "torchrun_host" / "launcher.log").read_text()
+    [found] = first_failure.read(
+        text.replace("error_file: <N/A>\n  traceback : To", f"error_file: {error}\n  traceback : To")
+    )
+    assert found.error == "ValueError: bad size"
+    assert found.what() == "exited with code 3: ValueError: bad size"
+    assert first_failure.error_file(str(tmp_path / "gone.json")) == ""
+
+
+def test_mpiruns_first_process_and_the_signal_it_noticed() -> None:
+    [exited] = first_failure.read((FIXTURES / "mpirun" / "exit.log").read_text())
+    assert (exited.rank, exited.exitcode, exited.host, exited.source) == (1, 3, "", "mpirun")
+    [killed] = first_failure.read((FIXTURES / "mpirun" / "signal.log").read_text())
+    assert (killed.rank, killed.host, killed.signal) == (1, "vm", "SIGKILL")
+    assert first_failure.read("Primary job  terminated normally, but 1 process returned") == []
+
+
+def place(run_dir: Path, host: str, capture: Path, test: str) -> None:
+    """A capture as collect leaves a host's results: its log, its ranks' reports and torchrun's rc (1)."""
+    folder = run_dir / "hosts" / host / "results" / test
+    folder.mkdir(parents=True)
+    shutil.copy(capture / "launcher.log", folder / "launcher.log")
+    for path in capture.glob("*.rank*.json"):  # the report's name: TEST.rankN.json
+        shutil.copy(path, folder / f"{test}.{path.name.split('.')[-2]}.json")
+    (folder / "launcher.rc").write_text("1\n")
+
+
+def launch(test: str, scope: str, hosts: tuple[str, ...]) -> Launch:
+    return Launch(test, "torchrun", scope, 60, argv_by_host={h: ["x"] for h in hosts},
+                  ranks_by_host=dict.fromkeys(hosts, 2), members=list(hosts))  # fmt: skip
+
+
+def test_a_crash_on_one_host_names_the_rank_that_exited_and_its_victim(tmp_path: Path) -> None:
+    """Today's reason was rank 0's "Connection reset by peer": the victim, read as the cause."""
+    place(tmp_path, "h0", FIXTURES / "torchrun_host", "t")
+    [res] = evaluate_launch(launch("t", "host", ("h0",)), tmp_path, [GATE])
+    assert res.status == "error"
+    assert res.reason.startswith(
+        "rank 1 on h0 exited with code 3 (the first to fail); rank 0 on h0 lost its peer: RuntimeError: "
+    ), res.reason
+    assert "Connection reset by peer" in res.reason
+    first = {"rank": 1, "host": "h0", "exitcode": 3, "signal": "", "time": "2026-11-29_06:09:08", "error": "",
+             "source": "torchrun"}  # fmt: skip
+    assert res.metrics["first_failure"] == first
+
+
+def test_a_crash_across_hosts_names_the_first_rank_and_its_host_as_the_bad_part(tmp_path: Path) -> None:
+    """Two agents each name their own node's first failure at the same second: the rank that died (no
+    report of its own) is the cause, not rank 2, which reported its lost peer and exited after it. The bad
+    part is rank 1's host alone, named, where it was the two hosts' fabric, unnamed."""
+    place(tmp_path, "sim-x-0", FIXTURES / "torchrun_two_nodes" / "node0", "t")
+    place(tmp_path, "sim-x-1", FIXTURES / "torchrun_two_nodes" / "node1", "t")
+    [res] = evaluate_launch(launch("t", "cluster", ("sim-x-0", "sim-x-1")), tmp_path, [GATE])
+    first = "rank 1 on sim-x-0 exited with code 3 (the first to fail)"
+    assert res.reason.startswith(f"{first}; rank "), res.reason
+    assert " lost its peer: RuntimeError: " in res.reason
+    assert res.metrics["first_failure"]["host"] == "sim-x-0"
+    results = {"verdict": "FAIL", "tests": [asdict(res)]}
+    [part] = bad_parts.find(results)
+    assert (part.hosts, part.kind, part.named) == (("sim-x-0",), "host", True)
+    assert part.line().startswith(f"sim-x-0: t error: {first}"), part.line()
+    assert "a rank died first" in part.line()
