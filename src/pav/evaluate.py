@@ -151,11 +151,10 @@ def _judge_crash(
     """A launch whose launcher recorded the rank that failed first: that rank is the cause, named with its
     host, whether or not it wrote a report; the other ranks' failures follow from it (issue 64)."""
     own = next((r for r in ranks if r.get("rank") == first.rank), {})
-    what = first.what()
     if not first.error and own.get("ended") and own.get("reason"):  # its own exception, as it reported it
-        what = f"{what}: {own['reason']}"
+        first = replace(first, error=str(own["reason"]))
     result.status = "error"
-    result.reason = f"rank {first.rank} on {first.host} {what} (the first to fail)"
+    result.reason = first.lead()
     victims = [r for r in ranks if r.get("status") != "pass" and r.get("rank") != first.rank]
     if victims:
         victim = _cause(victims)

@@ -50,6 +50,26 @@ class Failure:
         ended = f"was killed by {self.signal}" if self.signal else f"exited with code {self.exitcode}"
         return f"{ended}: {self.error}" if self.error else ended
 
+    def lead(self) -> str:
+        """The reason's lead: "rank 1 on sim-x-1 exited with code 3 (the first to fail)"."""
+        return f"rank {self.rank} on {self.host} {self.what()} (the first to fail)"
+
+    @classmethod
+    def from_record(cls, record: Any) -> Failure | None:
+        """A record() read back from results.json; None where there is none."""
+        if not isinstance(record, dict) or not isinstance(record.get("rank"), int):
+            return None
+        code = record.get("exitcode")
+        return cls(
+            rank=record["rank"],
+            host=str(record.get("host") or ""),
+            exitcode=code if isinstance(code, int) else None,
+            signal=str(record.get("signal") or ""),
+            time=str(record.get("time") or ""),
+            error=str(record.get("error") or ""),
+            source=str(record.get("source") or ""),
+        )
+
     def record(self) -> dict[str, Any]:
         """results.json's metrics.first_failure (docs/results.md)."""
         return {"rank": self.rank, "host": self.host, "exitcode": self.exitcode, "signal": self.signal,

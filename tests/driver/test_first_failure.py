@@ -12,6 +12,7 @@ from pathlib import Path
 from pav import first_failure
 from pav.evaluate import evaluate_launch
 from pav.launch import Launch
+from pav.marking import decide
 from pav.reporting import bad_parts
 from pav.thresholds.gate import Gate
 
@@ -99,7 +100,7 @@ def test_a_crash_on_one_host_names_the_rank_that_exited_and_its_victim(tmp_path:
 def test_a_crash_across_hosts_names_the_first_rank_and_its_host_as_the_bad_part(tmp_path: Path) -> None:
     """Two agents each name their own node's first failure at the same second: the rank that died (no
     report of its own) is the cause, not rank 2, which reported its lost peer and exited after it. The bad
-    part is rank 1's host alone, named, where it was the two hosts' fabric, unnamed."""
+    part is rank 1's host alone, named, where it was the two hosts' fabric, unnamed, which no drain marks."""
     place(tmp_path, "sim-x-0", FIXTURES / "torchrun_two_nodes" / "node0", "t")
     place(tmp_path, "sim-x-1", FIXTURES / "torchrun_two_nodes" / "node1", "t")
     [res] = evaluate_launch(launch("t", "cluster", ("sim-x-0", "sim-x-1")), tmp_path, [GATE])
@@ -110,5 +111,8 @@ def test_a_crash_across_hosts_names_the_first_rank_and_its_host_as_the_bad_part(
     results = {"verdict": "FAIL", "tests": [asdict(res)]}
     [part] = bad_parts.find(results)
     assert (part.hosts, part.kind, part.named) == (("sim-x-0",), "host", True)
-    assert part.line().startswith(f"sim-x-0: t error: {first}"), part.line()
-    assert "a rank died first" in part.line()
+    assert part.line().startswith(f"sim-x-0: {first} [t]; likely cause: a rank died first"), part.line()
+    # --on-fail drain (and taint) mark that host alone, the reason naming the rank that failed first.
+    [mark] = decide.decide({"run_id": "20261129-1", **results}).marks
+    assert mark.host == "sim-x-0"
+    assert mark.reason == f"pav 20261129-1: host {first} [t]"
