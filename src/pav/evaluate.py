@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,9 @@ from pav.thresholds.gate import Gate
 from pav.workload import of_nccl_log, of_ranks
 
 TIMEOUT_RCS = {124, 137}
+# A rank's own report of a collective that waited past its limit: gloo's "Timed out waiting 8000ms for recv",
+# NCCL's watchdog ("Watchdog caught collective operation timeout").
+TIMED_OUT = re.compile(r"timed out|timeout|watchdog", re.IGNORECASE)
 # What a payload test with no gate in the profile fails with: the one reason evaluate gives at the gate step
 # when there are no gates, so judging can tell a run that reached its gates from one that failed before.
 NO_THRESHOLD = "no threshold is set for this test in the profile"
@@ -160,7 +164,8 @@ def _judge_crash(
         victim = _cause(victims)
         said = victim.get("reason") or "it did not finish"
         rank = victim.get("rank")
-        result.reason += f"; rank {rank} on {where.host_of(rank) or '?'} lost its peer: {said}"
+        lost = "timed out waiting for it" if first.hung else "lost its peer"
+        result.reason += f"; rank {rank} on {where.host_of(rank) or '?'} {lost}: {said}"
     result.metrics.update(summarize(ranks))
     result.metrics["first_failure"] = first.record()
     return result
@@ -195,15 +200,36 @@ def _first_failure(
     the first of its own node's ranks; of those, the earliest (torchrun's times are whole seconds): at
     the same second one that ended by a signal (its agent stops it after a local peer failed) or that
     reported an exception of its own (a lost peer raises one) comes after one that just died."""
+    logs = {host: _text(d / "launcher.log") for host, d in dirs.items()}
     found = [
         replace(failure, host=where.resolve(failure, host))
-        for host, d in dirs.items()
-        for failure in first_failure.read(_text(d / "launcher.log"))
+        for host, text in logs.items()
+        for failure in first_failure.read(text)
     ]
     if not found:
         return None
-    reported = {r.get("rank") for r in ranks if r.get("ended")}
-    return min(found, key=lambda f: (f.time, bool(f.signal), f.rank in reported))
+    ended = {r.get("rank") for r in ranks if r.get("ended")}
+    first = min(found, key=lambda f: (f.time, bool(f.signal), f.rank in ended))
+    return _stopped_answering(first, logs, where, ranks) or first
+
+
+def _stopped_answering(
+    first: first_failure.Failure, logs: dict[str, str], where: RankHosts, ranks: list[dict[str, Any]]
+) -> first_failure.Failure | None:
+    """A rank that hung, where its peers' timeouts fired first: torchrun's first failure is then a peer that
+    timed out waiting (its own report says so), and the hung rank one its agent had to stop with a signal,
+    its report never finished. That rank is the cause; None where the records do not say so."""
+    own = next((r for r in ranks if r.get("rank") == first.rank), {})
+    if not TIMED_OUT.search(str(own.get("reason") or "")):
+        return None
+    ended = {r.get("rank") for r in ranks if r.get("ended")}
+    hung = [
+        replace(failure, host=where.resolve(failure, host), hung=True)
+        for host, text in logs.items()
+        for failure in first_failure.stopped(text)
+        if failure.signal and failure.rank not in ended
+    ]
+    return min(hung, key=lambda f: f.rank) if hung else None
 
 
 def _text(path: Path) -> str:

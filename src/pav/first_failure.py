@@ -44,6 +44,9 @@ class Failure:
     time: str  # torchrun's "2026-11-29_06:10:00" (one-second steps); "" where not said
     error: str  # the exception its error file records, "ExcType: message"; "" where none was written
     source: str  # torchrun | mpirun
+    # It stopped answering, not exited: its peers timed out waiting for it (torchrun's first failure) and
+    # it never finished until a signal ended it. evaluate.py names it so (stopped_answering).
+    hung: bool = False
 
     def what(self) -> str:
         """ "exited with code 3", "was killed by SIGKILL", "exited with code 1: ValueError: bad"."""
@@ -51,7 +54,13 @@ class Failure:
         return f"{ended}: {self.error}" if self.error else ended
 
     def lead(self) -> str:
-        """The reason's lead: "rank 1 on sim-x-1 exited with code 3 (the first to fail)"."""
+        """The reason's lead: "rank 1 on sim-x-1 exited with code 3 (the first to fail)"; of a hung rank
+        "rank 1 on sim-x-1 stopped answering (the first to fail: ...)"."""
+        if self.hung:
+            return (
+                f"rank {self.rank} on {self.host} stopped answering (the first to fail: its peers timed out "
+                f"waiting for it; it never finished and {self.what()})"
+            )
         return f"rank {self.rank} on {self.host} {self.what()} (the first to fail)"
 
     @classmethod
@@ -68,12 +77,13 @@ class Failure:
             time=str(record.get("time") or ""),
             error=str(record.get("error") or ""),
             source=str(record.get("source") or ""),
+            hung=record.get("hung") is True,
         )
 
     def record(self) -> dict[str, Any]:
         """results.json's metrics.first_failure (docs/results.md)."""
         return {"rank": self.rank, "host": self.host, "exitcode": self.exitcode, "signal": self.signal,
-                "time": self.time, "error": self.error, "source": self.source}  # fmt: skip
+                "time": self.time, "error": self.error, "source": self.source, "hung": self.hung}  # fmt: skip
 
 
 def read(text: str) -> list[Failure]:
@@ -95,11 +105,29 @@ def torchrun(text: str) -> list[Failure]:
     return out
 
 
+def stopped(text: str) -> list[Failure]:
+    """The entries of torchrun's "Failures:" lists: the ranks that failed after each agent's first, most
+    of them stopped by their agent (SIGTERM, then SIGKILL where SIGTERM did not end them in 30 s)."""
+    lines = text.splitlines()
+    out = []
+    for index, line in enumerate(lines):
+        if line.strip() != "Failures:":
+            continue
+        for at in range(index + 1, len(lines)):
+            if _END.match(lines[at]) or lines[at].startswith("-----"):
+                break
+            if re.match(r"^\[\d+\]:\s*$", lines[at]) and (
+                found := _torchrun_failure(_fields(lines[at + 1 :]))
+            ):
+                out.append(found)
+    return out
+
+
 def _fields(lines: list[str]) -> dict[str, str]:
     """The block's "key : value" lines, up to its closing line (the first only: "[0]:" heads it)."""
     fields: dict[str, str] = {}
     for line in lines:
-        if _END.match(line) or (fields and re.match(r"^\[\d+\]:\s*$", line)):
+        if _END.match(line) or line.startswith("-----") or (fields and re.match(r"^\[\d+\]:\s*$", line)):
             break
         if (found := _FIELD.match(line)) and found["key"] not in fields:
             fields[found["key"]] = found["value"].strip()

@@ -93,7 +93,7 @@ def test_a_crash_on_one_host_names_the_rank_that_exited_and_its_victim(tmp_path:
     ), res.reason
     assert "Connection reset by peer" in res.reason
     first = {"rank": 1, "host": "h0", "exitcode": 3, "signal": "", "time": "2026-11-29_06:09:08", "error": "",
-             "source": "torchrun"}  # fmt: skip
+             "source": "torchrun", "hung": False}  # fmt: skip
     assert res.metrics["first_failure"] == first
 
 
@@ -116,3 +116,24 @@ def test_a_crash_across_hosts_names_the_first_rank_and_its_host_as_the_bad_part(
     [mark] = decide.decide({"run_id": "20261129-1", **results}).marks
     assert mark.host == "sim-x-0"
     assert mark.reason == f"pav 20261129-1: host {first} [t]"
+
+
+def test_a_rank_that_stopped_answering_is_named_not_the_peer_that_timed_out_waiting(tmp_path: Path) -> None:
+    """torchrun's first observed failure is rank 0, whose recv timed out: it is the hung rank's victim. Its
+    own report says it timed out, and rank 1 never finished until its agent killed it: rank 1 is named."""
+    text = (FIXTURES / "torchrun_hang" / "launcher.log").read_text()
+    [root] = first_failure.read(text)
+    assert (root.rank, root.exitcode) == (0, 2)
+    [killed] = first_failure.stopped(text)
+    assert (killed.rank, killed.signal, killed.time) == (1, "SIGKILL", "2026-11-29_06:15:34")
+    place(tmp_path, "h0", FIXTURES / "torchrun_hang", "t")
+    [res] = evaluate_launch(launch("t", "host", ("h0",)), tmp_path, [GATE])
+    lead = (
+        "rank 1 on h0 stopped answering (the first to fail: its peers timed out waiting for it; it never "
+        "finished and was killed by SIGKILL); rank 0 on h0 timed out waiting for it: RuntimeError: "
+    )
+    assert res.reason.startswith(lead), res.reason
+    assert "Timed out waiting 8000ms for recv" in res.reason
+    assert (res.metrics["first_failure"]["rank"], res.metrics["first_failure"]["hung"]) == (1, True)
+    [part] = bad_parts.find({"verdict": "FAIL", "tests": [asdict(res)]})
+    assert "a hang or a straggler" in part.line(), part.line()  # the hang's likely cause, not a crash's
