@@ -217,17 +217,19 @@ def _stopped_answering(
     first: first_failure.Failure, logs: dict[str, str], where: RankHosts, ranks: list[dict[str, Any]]
 ) -> first_failure.Failure | None:
     """A rank that hung, where its peers' timeouts fired first: torchrun's first failure is then a peer that
-    timed out waiting (its own report says so), and the hung rank one its agent had to stop with a signal,
-    its report never finished. That rank is the cause; None where the records do not say so."""
-    own = next((r for r in ranks if r.get("rank") == first.rank), {})
-    if not TIMED_OUT.search(str(own.get("reason") or "")):
+    timed out waiting (its own report says so, or NCCL's watchdog line of its rank), and the hung rank one
+    its agent had to stop with a signal, its report never finished and no timeout of its own said. That rank
+    is the cause; None where the records do not say so."""
+    waited = {r.get("rank") for r in ranks if TIMED_OUT.search(str(r.get("reason") or ""))}
+    waited |= {rank for text in logs.values() for rank in first_failure.timed_out(text)}  # NCCL's watchdog
+    if first.rank not in waited:
         return None
     ended = {r.get("rank") for r in ranks if r.get("ended")}
     hung = [
         replace(failure, host=where.resolve(failure, host), hung=True)
         for host, text in logs.items()
         for failure in first_failure.stopped(text)
-        if failure.signal and failure.rank not in ended
+        if failure.signal and failure.rank not in ended and failure.rank not in waited
     ]
     return min(hung, key=lambda f: f.rank) if hung else None
 

@@ -30,6 +30,10 @@ _MPI_SIGNAL = re.compile(
     r"mpirun noticed that process rank (?P<rank>\d+) with PID \d+ on node (?P<host>\S+) "
     r"exited on signal (?P<signal>\d+)(?: \((?P<name>[^)]+)\))?"
 )
+# NCCL's watchdog in the rank that waited: "[Rank 3] Watchdog caught collective operation timeout:
+# WorkNCCL(...) ran for 90 milliseconds before timing out" (behind "[PG ID 0 ... Rank 3] Process group
+# watchdog thread terminated with exception: " in torch 2.2 on); the watchdog then aborts that rank.
+_WATCHDOG = re.compile(r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout")
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 
 
@@ -186,3 +190,8 @@ def mpirun(text: str) -> list[Failure]:
             signal = SIGNALS.get(number, f"signal {number}")
             return [Failure(int(noticed["rank"]), noticed["host"], None, signal, "", "", "mpirun")]
     return []
+
+
+def timed_out(text: str) -> set[int]:
+    """The ranks whose NCCL watchdog says their collective timed out: they waited on a peer."""
+    return {int(found["rank"]) for found in _WATCHDOG.finditer(text)}

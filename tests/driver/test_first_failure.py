@@ -137,3 +137,15 @@ def test_a_rank_that_stopped_answering_is_named_not_the_peer_that_timed_out_wait
     assert (res.metrics["first_failure"]["rank"], res.metrics["first_failure"]["hung"]) == (1, True)
     [part] = bad_parts.find({"verdict": "FAIL", "tests": [asdict(res)]})
     assert "a hang or a straggler" in part.line(), part.line()  # the hang's likely cause, not a crash's
+
+
+def test_nccls_watchdog_names_the_ranks_that_waited() -> None:
+    """NCCL's watchdog line as a CI run printed it (instructlab/training PR 520, torch 2.6): that rank
+    timed out waiting, so it is not the one that stopped answering."""
+    line = (
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with "
+        "exception: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1) ran for 90 milliseconds before timing out."
+    )
+    assert first_failure.timed_out(f"noise\n{line}\n") == {3}
+    assert first_failure.timed_out((FIXTURES / "torchrun_host" / "launcher.log").read_text()) == set()
