@@ -88,7 +88,7 @@ def evaluate_group(
     expected = sum(launch.ranks_by_host.get(h, 0) for h in launch_hosts)
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
     log = _log(next(iter(dirs.values())))
-    where = RankHosts(by_dir)
+    where = RankHosts(by_dir, members)
     first = _first_failure(dirs, where, ranks) if failed_rc else None
     return _with_transport(_judge_ranks(result, failed_rc, ranks, expected, gates, log, first, where), dirs)
 
@@ -172,12 +172,17 @@ def _judge_crash(
 
 
 class RankHosts:
-    """Which of the launch's hosts each rank ran on: the host whose results folder holds its report."""
+    """Which of the launch's hosts each rank ran on: the host its report names (its hostname), where that is
+    one of the launch's (under Slurm every report lands in the submitting host's folder, a shared one),
+    else the host whose results folder holds it."""
 
-    def __init__(self, by_dir: Mapping[str, list[dict[str, Any]]]) -> None:
-        self._rank = {r.get("rank"): host for host, found in by_dir.items() for r in found}
-        self._name = {_short(r.get("hostname")): host for host, found in by_dir.items() for r in found}
-        self._name |= {_short(host): host for host in by_dir}
+    def __init__(self, by_dir: Mapping[str, list[dict[str, Any]]], members: Sequence[str] = ()) -> None:
+        self._member = {_short(host): host for host in (*members, *by_dir)}
+        self._rank = {
+            r.get("rank"): self._member.get(_short(r.get("hostname"))) or host
+            for host, found in by_dir.items()
+            for r in found
+        }
 
     def host_of(self, rank: Any) -> str:
         return self._rank.get(rank, "")
@@ -186,7 +191,7 @@ class RankHosts:
         """The launch's host a launcher's failure names: the host of the rank's own report (a rank that
         died has its provisional one), else the one whose hostname the launcher gave, else the host whose
         log recorded it (torchrun's agent reports its own node's ranks)."""
-        return self.host_of(failure.rank) or self._name.get(_short(failure.host)) or logged_on
+        return self.host_of(failure.rank) or self._member.get(_short(failure.host)) or logged_on
 
 
 def _short(hostname: Any) -> str:

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from pav import first_failure
-from pav.evaluate import evaluate_launch
+from pav.evaluate import RankHosts, evaluate_launch
 from pav.launch import Launch
 from pav.marking import decide
 from pav.reporting import bad_parts
@@ -149,3 +149,23 @@ def test_nccls_watchdog_names_the_ranks_that_waited() -> None:
     )
     assert first_failure.timed_out(f"noise\n{line}\n") == {3}
     assert first_failure.timed_out((FIXTURES / "torchrun_host" / "launcher.log").read_text()) == set()
+
+
+def test_under_slurm_one_log_holds_both_nodes_records_and_each_rank_its_own_host(tmp_path: Path) -> None:
+    """fault_rank_exit_multi as a Slurm job (tests/sim/test_slurm.py's run): srun's one output holds each
+    node's torchrun, so both agents' Root Cause blocks, and every report lands in the submitting host's
+    (shared) folder. The first is rank 1, which died; each rank's host is the one its report names."""
+    capture = FIXTURES / "slurm_two_nodes"
+    found = first_failure.read((capture / "launcher.log").read_text())
+    assert [(f.rank, f.host, f.exitcode) for f in found] == [(3, "sim-k762k-1", 2), (1, "sim-k762k-0", 3)]
+    place(tmp_path, "sim-k762k-0", capture, "t")
+    nodes = ("sim-k762k-0", "sim-k762k-1")
+    slurm = Launch("t", "torchrun", "cluster", 60, argv_by_host={nodes[0]: ["x"]},
+                   ranks_by_host={nodes[0]: 4}, members=list(nodes))  # fmt: skip
+    [res] = evaluate_launch(slurm, tmp_path, [GATE])
+    assert res.reason.startswith("rank 1 on sim-k762k-0 exited with code 3 (the first to fail); rank "), (
+        res.reason
+    )
+    reports = [json.loads(p.read_text()) for p in capture.glob("*.rank*.json")]
+    where = RankHosts({nodes[0]: reports}, nodes)
+    assert [where.host_of(rank) for rank in range(4)] == [nodes[0], nodes[0], nodes[1], nodes[1]]
