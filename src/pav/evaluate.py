@@ -201,20 +201,23 @@ def _short(hostname: Any) -> str:
 def _first_failure(
     dirs: dict[str, Path], where: RankHosts, ranks: list[dict[str, Any]]
 ) -> first_failure.Failure | None:
-    """The first failure the launchers recorded, its host one of the launch's. Each torchrun agent names
-    the first of its own node's ranks; of those, the earliest (torchrun's times are whole seconds): at
-    the same second one that ended by a signal (its agent stops it after a local peer failed) or that
-    reported an exception of its own (a lost peer raises one) comes after one that just died."""
+    """The first failure the launchers recorded, its host one of the launch's. Each torchrun agent lists
+    its own node's failed ranks, its "root cause" the lowest rank of the first poll that found one (a rank
+    that dies and the peer it takes down often end within one poll); of every agent's, the earliest
+    (torchrun's times are whole seconds): at the same second one that ended by a signal (its agent stops it
+    after a local peer failed) or that reported an exception of its own (a lost peer raises one) comes
+    after one that just died, and a root cause before the rest."""
     logs = {host: _text(d / "launcher.log") for host, d in dirs.items()}
     found = [
-        replace(failure, host=where.resolve(failure, host))
+        (replace(failure, host=where.resolve(failure, host)), not_root)
         for host, text in logs.items()
-        for failure in first_failure.read(text)
+        for listed, not_root in ((first_failure.read(text), False), (first_failure.stopped(text), True))
+        for failure in listed
     ]
     if not found:
         return None
     ended = {r.get("rank") for r in ranks if r.get("ended")}
-    first = min(found, key=lambda f: (f.time, bool(f.signal), f.rank in ended))
+    first, _ = min(found, key=lambda f: (f[0].time, bool(f[0].signal), f[0].rank in ended, f[1]))
     return _stopped_answering(first, logs, where, ranks) or first
 
 

@@ -169,3 +169,19 @@ def test_under_slurm_one_log_holds_both_nodes_records_and_each_rank_its_own_host
     reports = [json.loads(p.read_text()) for p in capture.glob("*.rank*.json")]
     where = RankHosts({nodes[0]: reports}, nodes)
     assert [where.host_of(rank) for rank in range(4)] == [nodes[0], nodes[0], nodes[1], nodes[1]]
+
+
+def test_torchruns_root_cause_of_one_poll_is_its_lowest_rank_not_the_first_to_die(tmp_path: Path) -> None:
+    """fault_rank_exit on one host (tests/sim/test_slurm.py's recheck run): rank 1 exited and rank 0, which
+    lost it, ended within the same poll of torchrun's, which then calls rank 0 the root cause and lists rank
+    1 under "Failures:". Rank 1, whose report never finished and whose exit code is its own, is named."""
+    capture = FIXTURES / "torchrun_same_poll"
+    text = (capture / "launcher.log").read_text()
+    assert [(f.rank, f.exitcode) for f in first_failure.read(text)] == [(0, 2)]
+    assert [(f.rank, f.exitcode) for f in first_failure.stopped(text)] == [(1, 3)]
+    place(tmp_path, "sim-k762k-0", capture, "t")
+    [res] = evaluate_launch(launch("t", "host", ("sim-k762k-0",)), tmp_path, [GATE])
+    lead = (
+        "rank 1 on sim-k762k-0 exited with code 3 (the first to fail); rank 0 on sim-k762k-0 lost its peer: "
+    )
+    assert res.reason.startswith(lead), res.reason
