@@ -89,7 +89,11 @@ def evaluate_group(
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
     log = _log(next(iter(dirs.values())))
     where = RankHosts(by_dir, members)
-    first = _first_failure(dirs, where, ranks) if failed_rc else None
+    # A rank died (its report never finished, or none was written): its launcher's record names it. Where
+    # every rank finished its report, the reports say what failed (a check, a gate): every rank then exits
+    # non-zero together (pav_payload agrees on the worst code), and torchrun lists them all.
+    died = len(ranks) < expected or any(not r.get("ended") for r in ranks)
+    first = _first_failure(dirs, where, ranks) if failed_rc and died else None
     return _with_transport(_judge_ranks(result, failed_rc, ranks, expected, gates, log, first, where), dirs)
 
 

@@ -185,3 +185,17 @@ def test_torchruns_root_cause_of_one_poll_is_its_lowest_rank_not_the_first_to_di
         "rank 1 on sim-k762k-0 exited with code 3 (the first to fail); rank 0 on sim-k762k-0 lost its peer: "
     )
     assert res.reason.startswith(lead), res.reason
+
+
+def test_a_check_that_fails_on_every_rank_is_judged_from_the_reports_not_the_launcher(tmp_path: Path) -> None:
+    """Wrong bytes on rank 1: both ranks finish their reports and exit 1 together, which torchrun lists as
+    failures; no rank died, so the reports say what failed: a `fail` naming rank 1, no crash."""
+    capture = FIXTURES / "torchrun_wrong"
+    assert first_failure.read((capture / "launcher.log").read_text())  # torchrun's block is there
+    place(tmp_path, "h0", capture, "t")
+    [res] = evaluate_launch(launch("t", "host", ("h0",)), tmp_path, [GATE])
+    assert (res.status, res.reason) == (
+        "fail",
+        "rank 1: wrong results in 1 of 1 checks: all_reduce 1024B (1 wrong)",
+    )
+    assert "first_failure" not in res.metrics
