@@ -92,7 +92,7 @@ def evaluate_group(
     # A rank died (its report never finished, or none was written): its launcher's record names it. Where
     # every rank finished its report, the reports say what failed (a check, a gate): every rank then exits
     # non-zero together (pav_payload agrees on the worst code), and torchrun lists them all.
-    died = len(ranks) < expected or any(not r.get("ended") for r in ranks)
+    died = len(ranks) < expected or not all(_finished(r) for r in ranks)
     first = _first_failure(dirs, where, ranks) if failed_rc and died else None
     return _with_transport(_judge_ranks(result, failed_rc, ranks, expected, gates, log, first, where), dirs)
 
@@ -159,7 +159,7 @@ def _judge_crash(
     """A launch whose launcher recorded the rank that failed first: that rank is the cause, named with its
     host, whether or not it wrote a report; the other ranks' failures follow from it (issue 64)."""
     own = next((r for r in ranks if r.get("rank") == first.rank), {})
-    if not first.error and own.get("ended") and own.get("reason"):  # its own exception, as it reported it
+    if not first.error and _finished(own) and own.get("reason"):  # its own exception, as it reported it
         first = replace(first, error=str(own["reason"]))
     result.status = "error"
     result.reason = first.lead()
@@ -194,8 +194,10 @@ class RankHosts:
     def resolve(self, failure: first_failure.Failure, logged_on: str) -> str:
         """The launch's host a launcher's failure names: the host of the rank's own report (a rank that
         died has its provisional one), else the one whose hostname the launcher gave, else the host whose
-        log recorded it (torchrun's agent reports its own node's ranks)."""
-        return self.host_of(failure.rank) or self._member.get(_short(failure.host)) or logged_on
+        log recorded it where that is the rank's (torchrun's agent reports its own node's ranks; mpirun,
+        started on the first host, every host's); "" where none says."""
+        found = self.host_of(failure.rank) or self._member.get(_short(failure.host))
+        return found or (logged_on if failure.source == "torchrun" else "")
 
 
 def _short(hostname: Any) -> str:
@@ -220,7 +222,7 @@ def _first_failure(
     ]
     if not found:
         return None
-    ended = {r.get("rank") for r in ranks if r.get("ended")}
+    ended = {r.get("rank") for r in ranks if _finished(r)}
     first, _ = min(found, key=lambda f: (f[0].time, bool(f[0].signal), f[0].rank in ended, f[1]))
     return _stopped_answering(first, logs, where, ranks) or first
 
@@ -236,7 +238,7 @@ def _stopped_answering(
     waited |= {rank for text in logs.values() for rank in first_failure.timed_out(text)}  # NCCL's watchdog
     if first.rank not in waited:
         return None
-    ended = {r.get("rank") for r in ranks if r.get("ended")}
+    ended = {r.get("rank") for r in ranks if _finished(r)}
     hung = [
         replace(failure, host=where.resolve(failure, host), hung=True)
         for host, text in logs.items()
@@ -244,6 +246,14 @@ def _stopped_answering(
         if failure.signal and failure.rank not in ended and failure.rank not in waited
     ]
     return min(hung, key=lambda f: f.rank) if hung else None
+
+
+def _finished(report: Mapping[str, Any]) -> bool:
+    """Whether a rank finished its report: the payload's say when (`ended`); pav_mpi_allreduce's, without
+    one, stay "error" until rank 0 writes its outcome."""
+    if "ended" in report:
+        return bool(report["ended"])
+    return report.get("status") in ("pass", "fail")
 
 
 def _text(path: Path) -> str:

@@ -60,12 +60,13 @@ class Failure:
     def lead(self) -> str:
         """The reason's lead: "rank 1 on sim-x-1 exited with code 3 (the first to fail)"; of a hung rank
         "rank 1 on sim-x-1 stopped answering (the first to fail: ...)"."""
+        rank = f"rank {self.rank} on {self.host}" if self.host else f"rank {self.rank}"
         if self.hung:
             return (
-                f"rank {self.rank} on {self.host} stopped answering (the first to fail: its peers timed out "
-                f"waiting for it; it never finished and {self.what()})"
+                f"{rank} stopped answering (the first to fail: its peers timed out waiting for it; it never "
+                f"finished and {self.what()})"
             )
-        return f"rank {self.rank} on {self.host} {self.what()} (the first to fail)"
+        return f"{rank} {self.what()} (the first to fail)"
 
     @classmethod
     def from_record(cls, record: Any) -> Failure | None:

@@ -199,3 +199,42 @@ def test_a_check_that_fails_on_every_rank_is_judged_from_the_reports_not_the_lau
         "rank 1: wrong results in 1 of 1 checks: all_reduce 1024B (1 wrong)",
     )
     assert "first_failure" not in res.metrics
+
+
+def mpi_launch() -> Launch:
+    """mpi_allreduce across 2 hosts: mpirun from the first, rank 0 writes the one report."""
+    return Launch("t", "mpirun", "cluster", 60, argv_by_host={"h0": ["x"]}, ranks_by_host={"h0": 1},
+                  members=["h0", "h1"])  # fmt: skip
+
+
+def mpi_report(status: str, reason: str) -> dict[str, object]:
+    """pav_mpi_allreduce's report (roles/mpi/files): no `ended`; "error", "did not finish" until it ends."""
+    return {"kind": "mpi", "rank": 0, "world_size": 4, "hostname": "h0", "status": status, "reason": reason,
+            "metrics": {"world_size": 4, "hosts": ["h0", "h1"], "wrong_total": 3}}  # fmt: skip
+
+
+def write_mpi(run_dir: Path, log: str, report: dict[str, object]) -> None:
+    folder = run_dir / "hosts" / "h0" / "results" / "t"
+    folder.mkdir(parents=True)
+    shutil.copy(FIXTURES / "mpirun" / log, folder / "launcher.log")
+    (folder / "t.rank0.json").write_text(json.dumps(report))
+    (folder / "launcher.rc").write_text("1\n")
+
+
+def test_mpiruns_first_process_names_a_rank_that_died_not_a_check_every_rank_failed(tmp_path: Path) -> None:
+    """Rank 1 exited with code 3 and rank 0's report never finished: mpirun's record names rank 1. Wrong
+    bytes instead: rank 0 finished its report (fail) and every rank exits 1, mpirun naming rank 0 first: the
+    report says what failed."""
+    write_mpi(tmp_path / "died", "exit.log", mpi_report("error", "did not finish"))
+    [res] = evaluate_launch(mpi_launch(), tmp_path / "died", [GATE])
+    # mpirun names no host for an exit: the reason claims none, and the bad part stays the hosts' fabric.
+    assert (
+        res.reason
+        == "rank 1 exited with code 3 (the first to fail); rank 0 on h0 lost its peer: did not finish"
+    )
+    assert (res.metrics["first_failure"]["source"], res.metrics["first_failure"]["host"]) == ("mpirun", "")
+    [part] = bad_parts.find({"verdict": "FAIL", "tests": [asdict(res)]})
+    assert (part.hosts, part.kind, part.named) == (("h0", "h1"), "fabric", False)
+    write_mpi(tmp_path / "wrong", "all_exit_1.log", mpi_report("fail", "3 wrong elements"))
+    [res] = evaluate_launch(mpi_launch(), tmp_path / "wrong", [GATE])
+    assert (res.status, res.reason) == ("fail", "rank 0: 3 wrong elements")
