@@ -1,5 +1,6 @@
 """The rank that failed first, as its launcher recorded it: torchrun's "Root Cause (first observed failure)"
-block and the error file it names, mpirun's "The first process to do so was" and "mpirun noticed" messages.
+block, the error file it names and the "Failures:" it lists beside it, mpirun's "The first process to do so
+was" and "mpirun noticed" messages, and NCCL's watchdog lines naming the ranks that timed out waiting.
 
 A rank that dies (an exit, a signal) leaves no report of its own to say so, and its peers then fail too,
 each with an exception of its own ("Connection reset by peer"): their reports read as the cause, though
@@ -23,12 +24,13 @@ _RANK = re.compile(r"^(?P<rank>\d+)")
 _EXITCODE = re.compile(r"^(?P<code>-?\d+)")
 _SIGNAL = re.compile(r"^Signal \d+ \((?P<name>SIG[A-Z0-9]+)\)")
 _END = re.compile(r"^={20,}\s*$")
+_ENTRY = re.compile(r"^\[\d+\]:\s*$")  # "[0]:", heading each rank's entry
 # mpirun (Open MPI): the process that exited non-zero first, and one a signal ended.
 _MPI_FIRST = re.compile(r"^\s*Process name: \[\[\d+,\d+\],(?P<rank>\d+)\]\s*$")
 _MPI_EXIT = re.compile(r"^\s*Exit code:\s+(?P<code>-?\d+)\s*$")
 _MPI_SIGNAL = re.compile(
     r"mpirun noticed that process rank (?P<rank>\d+) with PID \d+ on node (?P<host>\S+) "
-    r"exited on signal (?P<signal>\d+)(?: \((?P<name>[^)]+)\))?"
+    r"exited on signal (?P<signal>\d+)"
 )
 # NCCL's watchdog in the rank that waited: "[Rank 3] Watchdog caught collective operation timeout:
 # WorkNCCL(...) ran for 90 milliseconds before timing out" (behind "[PG ID 0 ... Rank 3] Process group
@@ -121,9 +123,7 @@ def stopped(text: str) -> list[Failure]:
         for at in range(index + 1, len(lines)):
             if _END.match(lines[at]) or lines[at].startswith("-----"):
                 break
-            if re.match(r"^\[\d+\]:\s*$", lines[at]) and (
-                found := _torchrun_failure(_fields(lines[at + 1 :]))
-            ):
+            if _ENTRY.match(lines[at]) and (found := _torchrun_failure(_fields(lines[at + 1 :]))):
                 out.append(found)
     return out
 
@@ -132,7 +132,7 @@ def _fields(lines: list[str]) -> dict[str, str]:
     """The block's "key : value" lines, up to its closing line (the first only: "[0]:" heads it)."""
     fields: dict[str, str] = {}
     for line in lines:
-        if _END.match(line) or line.startswith("-----") or (fields and re.match(r"^\[\d+\]:\s*$", line)):
+        if _END.match(line) or line.startswith("-----") or (fields and _ENTRY.match(line)):
             break
         if (found := _FIELD.match(line)) and found["key"] not in fields:
             fields[found["key"]] = found["value"].strip()
