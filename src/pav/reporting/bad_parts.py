@@ -62,8 +62,9 @@ class BadPart:
     worst: Figure
     more: int  # the part's other failing figures (other metrics, problems)
     tests: tuple[str, ...]
-    # Whether its hosts were named: a host's own test, or isolation's suspects of a test across hosts. A test
-    # across hosts that isolation named none of (2 hosts, no pair re-runs) names all its hosts, unnamed.
+    # Whether its hosts were named: a host's own test, isolation's suspects of a test across hosts, or the
+    # host of the rank a crash across hosts began with. A test across hosts that none of these name (2
+    # hosts, no pair re-runs) names all its hosts, unnamed.
     named: bool = True
 
     @property
