@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pav import nccl_transport
+from pav import first_failure, nccl_transport
 from pav.catalog import spec_of
 from pav.launch import Launch
 from pav.nccl_tests import record as nccl_record
@@ -19,6 +21,9 @@ from pav.thresholds.gate import Gate
 from pav.workload import of_nccl_log, of_ranks
 
 TIMEOUT_RCS = {124, 137}
+# A rank's own report of a collective that waited past its limit: gloo's "Timed out waiting 8000ms for recv",
+# NCCL's watchdog ("Watchdog caught collective operation timeout").
+TIMED_OUT = re.compile(r"timed out|timeout|watchdog", re.IGNORECASE)
 # What a payload test with no gate in the profile fails with: the one reason evaluate gives at the gate step
 # when there are no gates, so judging can tell a run that reached its gates from one that failed before.
 NO_THRESHOLD = "no threshold is set for this test in the profile"
@@ -76,13 +81,20 @@ def evaluate_group(
         # The binary names the collective: argv[0] on one host, after mpirun's options across hosts.
         binary = next((a for a in argv if a.endswith("_perf")), argv[0])
         return _with_transport(_judge_nccl_tests(result, rcs, dirs, nccl_gates or {}, binary), dirs)
-    ranks = [rank for d in dirs.values() for rank in _read_ranks(d)]
+    by_dir = {h: _read_ranks(d) for h, d in dirs.items()}
+    ranks = [rank for found in by_dir.values() for rank in found]
     workload = of_ranks(ranks)
     result.workload = workload.to_dict() if workload else {}
     expected = sum(launch.ranks_by_host.get(h, 0) for h in launch_hosts)
     failed_rc = {h: rc for h, rc in rcs.items() if rc != 0}
     log = _log(next(iter(dirs.values())))
-    return _with_transport(_judge_ranks(result, failed_rc, ranks, expected, gates, log), dirs)
+    where = RankHosts(by_dir, members)
+    # A rank died (its report never finished, or none was written): its launcher's record names it. Where
+    # every rank finished its report, the reports say what failed (a check, a gate): every rank then exits
+    # non-zero together (pav_payload agrees on the worst code), and torchrun lists them all.
+    died = len(ranks) < expected or not all(_finished(r) for r in ranks)
+    first = _first_failure(dirs, where, ranks) if failed_rc and died else None
+    return _with_transport(_judge_ranks(result, failed_rc, ranks, expected, gates, log, first, where), dirs)
 
 
 def _with_transport(result: TestResult, dirs: dict[str, Path]) -> TestResult:
@@ -115,7 +127,11 @@ def _judge_ranks(
     expected: int,
     gates: list[Gate],
     log: str,
+    first: first_failure.Failure | None = None,
+    where: RankHosts | None = None,
 ) -> TestResult:
+    if first is not None:
+        return _judge_crash(result, ranks, first, where or RankHosts({}))
     bad = [r for r in ranks if r.get("status") != "pass"]
     if bad:
         worst = _cause(bad)
@@ -135,6 +151,116 @@ def _judge_ranks(
     result.status = "fail" if failures else "pass"
     result.reason = "; ".join(failures)
     return result
+
+
+def _judge_crash(
+    result: TestResult, ranks: list[dict[str, Any]], first: first_failure.Failure, where: RankHosts
+) -> TestResult:
+    """A launch whose launcher recorded the rank that failed first: that rank is the cause, named with its
+    host, whether or not it wrote a report; the other ranks' failures follow from it (issue 64)."""
+    own = next((r for r in ranks if r.get("rank") == first.rank), {})
+    if not first.error and _finished(own) and own.get("reason"):  # its own exception, as it reported it
+        first = replace(first, error=str(own["reason"]))
+    result.status = "error"
+    result.reason = first.lead()
+    victims = [r for r in ranks if r.get("status") != "pass" and r.get("rank") != first.rank]
+    if victims:
+        victim = _cause(victims)
+        said = victim.get("reason") or "it did not finish"
+        rank = victim.get("rank")
+        lost = "timed out waiting for it" if first.hung else "lost its peer"
+        result.reason += f"; rank {rank} on {where.host_of(rank) or '?'} {lost}: {said}"
+    result.metrics.update(summarize(ranks))
+    result.metrics["first_failure"] = first.record()
+    return result
+
+
+class RankHosts:
+    """Which of the launch's hosts each rank ran on: the host its report names (its hostname), where that is
+    one of the launch's (under Slurm every report lands in the submitting host's folder, a shared one),
+    else the host whose results folder holds it."""
+
+    def __init__(self, by_dir: Mapping[str, list[dict[str, Any]]], members: Sequence[str] = ()) -> None:
+        self._member = {_short(host): host for host in (*members, *by_dir)}
+        self._rank = {
+            r.get("rank"): self._member.get(_short(r.get("hostname"))) or host
+            for host, found in by_dir.items()
+            for r in found
+        }
+
+    def host_of(self, rank: Any) -> str:
+        return self._rank.get(rank, "")
+
+    def resolve(self, failure: first_failure.Failure, logged_on: str) -> str:
+        """The launch's host a launcher's failure names: the host of the rank's own report (a rank that
+        died has its provisional one), else the one whose hostname the launcher gave, else the host whose
+        log recorded it where that is the rank's (torchrun's agent reports its own node's ranks; mpirun,
+        started on the first host, every host's); "" where none says."""
+        found = self.host_of(failure.rank) or self._member.get(_short(failure.host))
+        return found or (logged_on if failure.source == "torchrun" else "")
+
+
+def _short(hostname: Any) -> str:
+    return str(hostname or "").split(".")[0]
+
+
+def _first_failure(
+    dirs: dict[str, Path], where: RankHosts, ranks: list[dict[str, Any]]
+) -> first_failure.Failure | None:
+    """The first failure the launchers recorded, its host one of the launch's. Each torchrun agent lists
+    its own node's failed ranks, its "root cause" the lowest rank of the first poll that found one (a rank
+    that dies and the peer it takes down often end within one poll); of every agent's, the earliest
+    (torchrun's times are whole seconds): at the same second one that ended by a signal (its agent stops it
+    after a local peer failed) or that reported an exception of its own (a lost peer raises one) comes
+    after one that just died, and a root cause before the rest."""
+    logs = {host: _text(d / "launcher.log") for host, d in dirs.items()}
+    found = [
+        (replace(failure, host=where.resolve(failure, host)), not_root)
+        for host, text in logs.items()
+        for listed, not_root in ((first_failure.read(text), False), (first_failure.stopped(text), True))
+        for failure in listed
+    ]
+    if not found:
+        return None
+    ended = {r.get("rank") for r in ranks if _finished(r)}
+    first, _ = min(found, key=lambda f: (f[0].time, bool(f[0].signal), f[0].rank in ended, f[1]))
+    return _stopped_answering(first, logs, where, ranks) or first
+
+
+def _stopped_answering(
+    first: first_failure.Failure, logs: dict[str, str], where: RankHosts, ranks: list[dict[str, Any]]
+) -> first_failure.Failure | None:
+    """A rank that hung, where its peers' timeouts fired first: torchrun's first failure is then a peer that
+    timed out waiting (its own report says so, or NCCL's watchdog line of its rank), and the hung rank one
+    its agent had to stop with a signal, its report never finished and no timeout of its own said. That rank
+    is the cause; None where the records do not say so."""
+    waited = {r.get("rank") for r in ranks if TIMED_OUT.search(str(r.get("reason") or ""))}
+    waited |= {rank for text in logs.values() for rank in first_failure.timed_out(text)}  # NCCL's watchdog
+    if first.rank not in waited:
+        return None
+    ended = {r.get("rank") for r in ranks if _finished(r)}
+    hung = [
+        replace(failure, host=where.resolve(failure, host), hung=True)
+        for host, text in logs.items()
+        for failure in first_failure.stopped(text)
+        if failure.signal and failure.rank not in ended and failure.rank not in waited
+    ]
+    return min(hung, key=lambda f: f.rank) if hung else None
+
+
+def _finished(report: Mapping[str, Any]) -> bool:
+    """Whether a rank finished its report: the payload's say when (`ended`); pav_mpi_allreduce's, without
+    one, stay "error" until rank 0 writes its outcome."""
+    if "ended" in report:
+        return bool(report["ended"])
+    return report.get("status") in ("pass", "fail")
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def gate_failures(metrics: dict[str, Any], gates: Sequence[Gate]) -> list[str]:

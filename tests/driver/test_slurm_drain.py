@@ -127,12 +127,13 @@ def test_the_drain_step_says_which_hosts_it_spares_in_the_run_and_the_summary(
 def test_a_failure_across_the_two_slurm_hosts_drains_neither_through_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The run tests/sim/test_slurm.py made of this (a rank exiting in fault_rank_exit_multi, its job FAILED,
-    --launcher slurm --on-fail drain on 2 hosts), through the CLI in process: only the stages that reach the
-    hosts are stood in for; the real isolate stage (no pair re-runs under --launcher slurm), the report and
-    its drain step, and the CLI's own printing run. Neither host drains: no drain playbook runs, so scontrol
-    is asked to change no node; one line, printed as the run went and in the summary printed at its end,
-    names both hosts and why; the run is a FAIL, exit 1."""
+    """A run as tests/sim/test_slurm.py makes (fault_rank_exit_multi, its job FAILED, --launcher slurm
+    --on-fail drain on 2 hosts) but whose launcher recorded no rank that failed first (a log cut short: with
+    torchrun's record, the host of that rank drains, tests/driver/test_first_failure.py), through the CLI in
+    process: only the stages that reach the hosts are stood in for; the real isolate stage (no pair re-runs
+    under --launcher slurm), the report and its drain step, and the CLI's own printing run. Neither host
+    drains: no drain playbook runs, so scontrol is asked to change no node; one line, printed as the run went
+    and in the summary printed at its end, names both hosts and why; the run is a FAIL, exit 1."""
     monkeypatch.setenv("PAV_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("PAV_FAULT_TESTS", "1")  # fault_rank_exit_multi is FOR TESTING
     inventory = tmp_path / "hosts.yml"
@@ -145,7 +146,7 @@ def test_a_failure_across_the_two_slurm_hosts_drains_neither_through_the_cli(
         return "validated"
 
     def collect(ctx: RunContext) -> str:  # the job's results, as collect and judging leave them
-        reason = "slurm job 7 FAILED (exit code 3:0); rank 1: exited with code 3"
+        reason = "slurm job 7 FAILED (exit code 3:0); rank 2: RuntimeError: Connection reset by peer"
         ctx.results.tests.append(TestResult(multi, ["h0", "h1"], "error", reason))
         ctx.launches = []
         return "collected"

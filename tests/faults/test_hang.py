@@ -118,6 +118,10 @@ def test_a_hang_and_a_crash_inside_a_suite_leave_the_tests_after_them_running(
     for host_result in hang_run.of("fault_rank_exit"):
         assert host_result["status"] in ("error", "fail"), host_result
         assert "timeout" not in host_result["reason"], host_result["reason"]
+        # Named by torchrun's record of the rank that exited first, inside a suite too (issue 64), not by
+        # rank 0's lost peer.
+        lead = f"rank 1 on {host_result['hosts'][0]} exited with code 3 (the first to fail)"
+        assert host_result["reason"].startswith(lead), host_result["reason"]
     for name in ("torch_gloo_allreduce", "ddp_cpu_train"):
         assert [t["status"] for t in hang_run.of(name)] == ["pass"], hang_run.of(name)
     for host_result in hang_run.of("fault_hang"):

@@ -217,6 +217,13 @@ def test_rank_exiting_nonzero_fails_the_job_and_the_verdict(runs: SlurmRuns) -> 
     assert test["slurm"]["state"] == "FAILED", test["slurm"]
     assert test["slurm"]["exit_code"] != 0
     assert f"slurm job {test['slurm']['job_id']} FAILED" in test["reason"]
+    # The rank that exited is the cause, named with its host from torchrun's own record (issue 64); the
+    # ranks it took down follow it, not lead the reason.
+    first = test["metrics"]["first_failure"]
+    assert (first["rank"], first["exitcode"], first["source"]) == (1, 3, "torchrun"), first
+    assert first["host"] == test["metrics"]["rank_hosts"]["1"] and first["host"] in results["hosts"]
+    lead = f"rank 1 on {first['host']} exited with code 3 (the first to fail); rank "
+    assert lead in test["reason"] and " lost its peer: " in test["reason"], test["reason"]
     # The cluster was idle again before the healthy run's jobs (it came after the failing run, the recheck
     # and the RESUME of the node kept drained): the failed jobs left nothing allocated.
     assert by_name(runs.results(runs.healthy_dir))["slurm_cluster_state"]["status"] == "pass"
@@ -225,8 +232,9 @@ def test_rank_exiting_nonzero_fails_the_job_and_the_verdict(runs: SlurmRuns) -> 
 def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: SlurmRuns) -> None:
     """Tests of each host failed on both (the burn-in and the SDC check): each host is named by its own
     tests, and both nodes drain in the real slurmctld with the reason the tool wrote, naming the run and the
-    tests. The test across both hosts failed too, but each host was named already: no "not draining" line.
-    The healthy run, with the same flag, drained nothing: no node is drained after it."""
+    tests. The test across both hosts failed too, and names the host of the rank that exited first (issue
+    64): its drain names that test as well, its bad part that rank; no "not draining" line. The healthy
+    run, with the same flag, drained nothing: no node is drained after it."""
     assert runs.failing.rc == 1, runs.failing.stdout + runs.failing.stderr
     results = runs.results(runs.failing_dir)
     assert by_name(results)["slurm_cluster_state"]["status"] == "pass"
@@ -234,8 +242,10 @@ def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: Slur
     assert sorted(a["host"] for a in drains) == sorted(results["hosts"]), results["actions"]
     assert all(a["ok"] for a in drains), drains
     assert len(runs.nodes) == 2, runs.nodes
+    crashed = by_name(results)[FAULT]["metrics"]["first_failure"]["host"]
     for drain in drains:
-        assert sorted(drain["tests"]) == [BURN, SDC], drain
+        named = [BURN, SDC, FAULT] if drain["host"] == crashed else [BURN, SDC]
+        assert sorted(drain["tests"]) == sorted(named), drain
         assert drain["reason"].startswith(f"pav {results['run_id']}: "), drain["reason"]
         assert drain["reason"].endswith(f" [{','.join(drain['tests'])}]"), drain["reason"]
         node = runs.nodes[drain["host"]]  # the Slurm NodeName is the host's short hostname
@@ -243,6 +253,8 @@ def test_on_fail_drain_drains_the_failing_nodes_with_the_tools_reason(runs: Slur
         assert f" Reason={drain['reason']} [" in node["line"], (drain["reason"], node["line"])
     summary = (runs.failing_dir / "summary.txt").read_text()
     assert summary.count("slurm drain: ") == 2 and "VERDICT: FAIL" in summary
+    bad_part = f"  {crashed}: rank 1 on {crashed} exited with code 3 (the first to fail) [{FAULT}]; likely "
+    assert bad_part in summary, summary
     assert "not draining" not in summary
     assert runs.results(runs.healthy_dir)["actions"] == []
     assert len(runs.after_healthy) == 2
@@ -269,6 +281,11 @@ def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs:
     assert resumed[0]["detail"] == f"resumed: passed {GLOO}" and resumed[0]["host"] == tests[GLOO]["hosts"][0]
     kept = next(a for a in acts if not a["ok"])
     assert kept["detail"].startswith("kept drained: ") and kept["ok"] is None, kept
+    # It still fails, and says so by the rank that exited and its host, not the rank it took down.
+    [host] = tests[HOST_FAULT]["hosts"]
+    lead = f"rank 1 on {host} exited with code 3 (the first to fail)"
+    assert tests[HOST_FAULT]["reason"].startswith(lead), tests[HOST_FAULT]["reason"]
+    assert kept["detail"].startswith(f"kept drained: still failing: {host}: {lead} [{HOST_FAULT}]; "), kept
     assert "DRAIN" not in runs.after_recheck[runs.fixed]["State"], runs.after_recheck[runs.fixed]
     [other] = [n for n in runs.after_recheck if n != runs.fixed]
     assert "DRAIN" in runs.after_recheck[other]["State"]

@@ -5,10 +5,10 @@ recheck runs again; and when a rechecked host passed.
 Slurm drains the marks' nodes, Kubernetes taints them (pav.marking.slurm, pav.marking.k8s): both act on
 exactly these hosts, from the one decision here. Only a FAIL marks: an interrupted or broken run (ERROR)
 names hosts for what happened to the run, not for what is wrong with them. A host is marked only where a
-part names it: its own test failed, or isolation named it for a test across hosts. A test across hosts that
-named none of its hosts (2 hosts cannot be told apart; no pair re-runs) marks none of them: they are the
-run's `Unnamed`, one line saying why. The reason starts with PREFIX so a later run knows its own marks from
-an operator's.
+part names it: its own test failed, isolation named it for a test across hosts, or a crash across hosts
+began there (its launcher's record of the rank that failed first). A test across hosts that named none of
+its hosts (2 hosts cannot be told apart; no pair re-runs) marks none of them: they are the run's `Unnamed`,
+one line saying why. The reason starts with PREFIX so a later run knows its own marks from an operator's.
 """
 
 from __future__ import annotations

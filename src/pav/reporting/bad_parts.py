@@ -5,7 +5,7 @@ however many tests and gates failed on it, with its worst figure against its gat
 Built from the gates as results.json records them, not from reason strings: a derived gate names its `part`
 and carries its `value` and `status`; a profile gate is checked again against the test's metrics; gpu_health
 lists each problem's part. A failing test none of these explain (a timeout, a crash, no result) is a bad
-part of its host(s) with its reason.
+part of its host(s) with its reason; of a crash across hosts, of the host of the rank that failed first.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pav import first_failure
 from pav.reporting import causes
 from pav.thresholds.gate import Gate, lookup
 
@@ -61,8 +62,9 @@ class BadPart:
     worst: Figure
     more: int  # the part's other failing figures (other metrics, problems)
     tests: tuple[str, ...]
-    # Whether its hosts were named: a host's own test, or isolation's suspects of a test across hosts. A test
-    # across hosts that isolation named none of (2 hosts, no pair re-runs) names all its hosts, unnamed.
+    # Whether its hosts were named: a host's own test, isolation's suspects of a test across hosts, or the
+    # host of the rank a crash across hosts began with. A test across hosts that none of these name (2
+    # hosts, no pair re-runs) names all its hosts, unnamed.
     named: bool = True
 
     @property
@@ -144,12 +146,25 @@ def _reason(test: dict[str, Any]) -> Figure:
     name, status = str(test.get("name")), str(test.get("status"))
     reason = str(test.get("reason") or status)
     short = reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"
-    return Figure(name, "", None, "", f"{name} {status}: {short}", "reason", causes.likely_cause(test), 0.0)
+    said = f"{name} {status}: {short}"
+    # A crash its launcher recorded: the rank that failed first, not its peers' errors after it (nor a Slurm
+    # job's state before it), so that a drain's short reason keeps it.
+    if (first := _first_failure(test)) is not None:
+        said = first.lead()
+    return Figure(name, "", None, "", said, "reason", causes.likely_cause(test), 0.0)
+
+
+def _first_failure(test: dict[str, Any]) -> first_failure.Failure | None:
+    return first_failure.Failure.from_record((test.get("metrics") or {}).get("first_failure"))
 
 
 def _where(test: dict[str, Any], suspects: set[str]) -> tuple[str, ...]:
-    """A test's hosts; of a test across hosts, those isolation named, where it named any."""
+    """A test's hosts; of a test across hosts, the host of the rank its launcher saw fail first (the others
+    lost their peer), else those isolation named, where it named any."""
     hosts = tuple(str(h) for h in test.get("hosts") or [])
+    first = _first_failure(test)
+    if len(hosts) > 1 and first is not None and first.host in hosts:
+        return (first.host,)
     named = tuple(h for h in hosts if h in suspects)
     return named if len(hosts) > 1 and named else hosts
 

@@ -32,6 +32,12 @@ NOT_LEARNING = "training did not learn: wrong numerics on a GPU, or a broken pay
 RULES: tuple[tuple[str, str], ...] = (
     # First: a test the signal cut short says nothing of its hosts, whatever else its reason names.
     (r"interrupted", "the run was interrupted (SIGINT/SIGTERM) before this test gave a result"),
+    # Before the rest: the launcher named the rank that failed first, and the others' errors follow from it.
+    (
+        r"\(the first to fail\)",
+        "a rank died first (its exit code or signal in the reason) and the other ranks lost it: see its "
+        "host's log (a crash, the kernel's OOM killer in dmesg, a GPU fault) before the others' errors",
+    ),
     (
         r"timeout|timed out",
         "a hang or a straggler: a rank stuck in a collective (a dead link, a peer that never joined) "
