@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pav.hostlist import compress
 from pav.reporting import causes
 from pav.thresholds.gate import Gate, lookup
 
@@ -72,7 +73,7 @@ class BadPart:
 
     @property
     def where(self) -> str:
-        return " ".join(x for x in (", ".join(self.hosts), self.part) if x)
+        return " ".join(x for x in (compress(self.hosts), self.part) if x)
 
     @property
     def category(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from pav.hostlist import compress
 from pav.results import RunResults, TestResult
 
 # A test the signal cut short is an error to a CI system: it did not run to a result.
@@ -45,5 +46,5 @@ def _case(host: str, test: TestResult) -> ET.Element:
     if tag:
         outcome = ET.SubElement(case, tag, message=test.reason)
         if len(test.hosts) > 1:
-            outcome.text = f"{test.name} ran across {', '.join(test.hosts)}"
+            outcome.text = f"{test.name} ran across {compress(test.hosts)}"
     return case
