@@ -5,7 +5,10 @@ from real runs' records."""
 
 from __future__ import annotations
 
-from pav.reporting import summary
+import re
+from pathlib import Path
+
+from pav.reporting import html, summary
 from tests.report import large_run
 from tests.report.large_run import BAD_GPU, BAD_HOST, SLOW_HOST
 
@@ -45,3 +48,24 @@ def test_failing_tests_come_before_passing_ones() -> None:
     column = table[0].index("status")
     statuses = [row[column:].split()[0] for row in table[1:] if not row.startswith(" ")]  # not a folded rest
     assert statuses == ["fail"] * 4 + ["pass"] * 5
+
+
+def test_the_report_maps_all_512_gpus_with_the_bad_one_marked_and_first(tmp_path: Path) -> None:
+    """report.html's map of every GPU: 64 rows in natural order, a cell per GPU, the one red cell the slow
+    GPU, named above the map with a link to its host's grid, which leads the hosts' grids; the healthy
+    hosts' grids fold under one summary."""
+    page = html.render(large_run.run().to_dict(), tmp_path)
+    start = page.index('<section class="gpu-map"')
+    gpu_map = page[start : page.index("</section>", start)]
+    cells = re.findall(r'<td class="map-cell map-(\w+)" data-gpu="([^"]+)"', gpu_map)
+    wanted = [f"{host} GPU {gpu}" for host in large_run.HOSTS for gpu in range(large_run.GPUS)]
+    assert [where for _, where in cells] == wanted  # all 512, once each, sim-x-2 before sim-x-10
+    assert [where for state, where in cells if state != "pass"] == [f"{BAD_HOST} GPU {BAD_GPU}"]
+    assert 'Every GPU: 512 on 64 hosts, <span class="flag">1 failing</span>' in gpu_map
+    [named] = re.findall(
+        r'<ul class="gpu-map-failing">\s*<li><a href="#gpus-([^"]+)"><b>[^<]+</b> GPU (\d)', gpu_map
+    )
+    assert named == (BAD_HOST, BAD_GPU)
+    grids = re.findall(r'<section class="gpu-host" id="gpus-([^"]+)"', page)
+    assert grids[0] == BAD_HOST and sorted(grids) == sorted(large_run.HOSTS)
+    assert page.index('<details class="gpu-healthy">') > page.index(f'id="gpus-{BAD_HOST}"')
