@@ -11,6 +11,7 @@ from typing import Any
 
 from pav import first_failure, nccl_transport
 from pav.catalog import spec_of
+from pav.hostlist import compress
 from pav.launch import Launch
 from pav.nccl_tests import record as nccl_record
 from pav.nccl_tests.grade import grade as nccl_grade
@@ -74,7 +75,7 @@ def evaluate_group(
     timed_out = [h for h, rc in rcs.items() if rc in TIMEOUT_RCS]
     if timed_out:
         result.status = "fail"
-        result.reason = f"timeout after {launch.timeout_s}s on {', '.join(timed_out)}; killed on the host"
+        result.reason = f"timeout after {launch.timeout_s}s on {compress(timed_out)}; killed on the host"
         return _with_transport(result, dirs)
     if launch.launcher == "nccl_tests":
         argv = launch.argv_by_host[launch_hosts[0]]
@@ -113,10 +114,10 @@ def _no_result(result: TestResult, missing: list[str], lost: Mapping[str, str], 
     why = "; ".join(dict.fromkeys(lost[h] for h in missing if h in lost))
     if cut and not why:
         result.status = "interrupted"
-        result.reason = f"the run was {cut} before {', '.join(missing)} gave a result"
+        result.reason = f"the run was {cut} before {compress(missing)} gave a result"
         return result
     cause = f": {why}" if why else " (it did not run, or collect failed)"
-    result.reason = f"no result came back from {', '.join(missing)}{cause}"
+    result.reason = f"no result came back from {compress(missing)}{cause}"
     return result
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pav.catalog import TestSpec
+from pav.hostlist import compress
 from pav.launch import Launch
 from pav.results import TestResult
 from pav.settings import Settings
@@ -125,7 +126,7 @@ def cluster_launch(
         return None, TestResult(spec.name, names, "skipped", "needs 2 or more hosts")
     if spec.needs_gpu and any(h.gpus == 0 for h in hosts):
         return None, TestResult(
-            spec.name, names, "skipped", "no GPU on " + ",".join(h.name for h in hosts if not h.gpus)
+            spec.name, names, "skipped", "no GPU on " + compress(h.name for h in hosts if not h.gpus)
         )
     procs = min(h.gpus for h in hosts) if spec.needs_gpu else settings.cpu_procs_per_host
     launch = Launch(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pav import ownership, paths
 from pav.context import STAGES, RunContext
 from pav.errors import PavError
+from pav.hostlist import compress
 from pav.provisioning import keeper
 from pav.provisioning.terraform_env import TerraformEnv
 from pav.reporting import metrics_export, pushgateway
@@ -142,7 +143,7 @@ def _stage_note(ctx: RunContext, stage: str) -> str:
             return f": --reuse {ctx.options.reuse}: the hosts that run kept, as they are"
         return f": terraform apply in {ctx.env.terraform_dir}" if ctx.env.provisions else ": static inventory"
     if stage == "configure":
-        files = f"{', '.join(tuning_files(ctx))} on {', '.join(ctx.host_names) or 'every host'}"
+        files = f"{', '.join(tuning_files(ctx))} on {compress(ctx.host_names) or 'every host'}"
         if ctx.inputs.apply_tuning:
             return f": tuning applied: writes {files}"
         told = "" if ctx.env.provisions else "; hosts it did not create change with --apply-tuning only"

@@ -1,8 +1,9 @@
 """A live line per stage and host, driven by ansible-runner events: rich on a TTY, plain lines otherwise.
 
-Plain lines: one per host at the stage's end, and (without -v) one as a host fails or becomes unreachable,
-which is said then, in the end line's own form; the end line of a host that has nothing to add since is not
-said again. With -v, a line per task result as ansible-playbook says it, then the end lines."""
+Plain lines: one per host at the stage's end (hosts whose lines read the same share one, named as a range),
+and (without -v) one as a host fails or becomes unreachable, which is said then, in the end line's own form;
+the end line of a host that has nothing to add since is not said again. With -v, a line per task result as
+ansible-playbook says it, then the end lines."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from pav.hostlist import describe, natural
 from pav.printable import printable
 
 RESULT_EVENTS = {
@@ -62,9 +64,14 @@ class Progress:
             self._live.update(self._table())
             self._live.__exit__(None, None, None)
         else:
-            for host, line in self.lines.items():
-                if self._said.get(host) != line.render():  # a failure said as it came is not said twice
-                    self._print(f"[{self.stage}] {host}: {line.render()}")
+            # Hosts whose end lines read the same are one line, named as a range: 64 alike hosts, one line.
+            alike: dict[str, list[str]] = {}
+            for host in natural(self.lines):
+                said = self.lines[host].render()
+                if self._said.get(host) != said:  # a failure said as it came is not said twice
+                    alike.setdefault(said, []).append(host)
+            for said, hosts in alike.items():
+                self._print(f"[{self.stage}] {describe(hosts)}: {said}")
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = RESULT_EVENTS.get(event.get("event", ""))
@@ -104,7 +111,8 @@ class Progress:
         table = Table(title=f"stage: {self.stage}", title_justify="left", show_edge=False)
         for col in ("host", "state", "ok", "changed", "failed", "task"):
             table.add_column(col)
-        for host, line in self.lines.items():
+        for host in natural(self.lines):
+            line = self.lines[host]
             table.add_row(
                 host, line.state, str(line.ok), str(line.changed), str(line.failed), printable(line.task[:60])
             )

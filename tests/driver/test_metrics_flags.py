@@ -25,6 +25,7 @@ from tests.driver.contexts import context
 from tests.driver.signals import forget
 from tests.driver.test_report_stage import RUN_DIRS, collected
 from tests.report.prom import PUSHGATEWAY, daemon, one, parse, pick, scrape, unwritable_dir
+from tests.summary_lines import unfolded
 
 PASSING = TestResult("torch_gloo_allreduce", ["h0"], "pass", metrics={"wall_s": 2.0})
 FAILING = TestResult("torch_gloo_allreduce", ["h0"], "fail", "wrong bytes", metrics={"wrong_total": 1})
@@ -75,8 +76,9 @@ def test_the_flags_export_the_run_as_its_files_end_it(tmp_path: Path) -> None:
     assert one(written, "pav_test_status", host="h0", test="torch_gloo_allreduce", status="pass") == 1
     assert one(pushed, "pav_run_verdict", job="pav", env="t", verdict="PASS") == 1
     assert one(pushed, "pav_test_duration_seconds", job="pav", env="t", host="h0") == 2
-    lines = summary.splitlines()
-    assert f"metrics: textfile {textfiles / 'pav-t.prom'}: " in summary and "samples written" in summary
+    lines = unfolded(summary.splitlines())  # a long line goes on below it at 120 columns
+    textfile = next(ln for ln in lines if ln.startswith(f"metrics: textfile {textfiles / 'pav-t.prom'}: "))
+    assert "samples written" in textfile
     assert any(ln.startswith(f"metrics: pushgateway {url}: 2 groups pushed") for ln in lines), summary
     assert lines[-1] == "VERDICT: PASS"
 
@@ -93,7 +95,7 @@ def test_a_failed_write_or_push_is_a_line_not_the_verdict(outcome: TestResult, t
     assert results["verdict"] == verdict and not results["error"]
     assert [t["status"] for t in results["tests"]] == [outcome.status]  # type: ignore[union-attr]
     assert [(e["to"], e["ok"]) for e in results["exports"]] == [("textfile", False), ("pushgateway", False)]  # type: ignore[index]
-    failed = [ln for ln in summary.splitlines() if ln.startswith("metrics: ")]
+    failed = [ln for ln in unfolded(summary.splitlines()) if ln.startswith("metrics: ")]  # folded at 120
     assert failed[0].startswith(f"metrics: textfile {blocked / 'pav-t.prom'} FAILED: Not a directory; fix: ")
     assert failed[1].startswith(f"metrics: pushgateway {url} FAILED: PUT group env/t/host/h0: ")
     assert "Connection refused" in failed[1] and "fix: check the URL" in failed[1]

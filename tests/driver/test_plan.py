@@ -34,7 +34,7 @@ def test_a_static_run_lists_its_stages_hosts_and_tests() -> None:
     lines = marks(text)
     assert list(lines) == list(STAGES)
     assert lines["provision"] == "[run ] provision: static inventory"
-    assert lines["configure"] == f"[run ] configure: tuning applied: writes {TUNING} on h0, h1"
+    assert lines["configure"] == f"[run ] configure: tuning applied: writes {TUNING} on h[0-1]"
     assert lines["isolate"] == "[run ] isolate: a failing multi-host test re-runs on pairs of hosts"
     assert "hosts:\n  h0 (10.0.0.0)\n  h1 (10.0.0.1)\n" in text
     assert "threshold profile: auto: by the GPUs preflight finds, cpu without any" in text

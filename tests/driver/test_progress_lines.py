@@ -99,3 +99,19 @@ def test_an_unreachable_host_in_configure_is_said_once(
         configure.run(ctx)
     [line] = said(capsys.readouterr().out, "configure")
     assert line.startswith("[configure] h0: unreachable ok=") and "failed=1  " in line
+
+
+def test_64_alike_hosts_end_in_one_line_and_a_different_one_in_its_own() -> None:
+    """Issue 65: at 64 hosts a stage's end lines were 64 lines in the text order sim-x-1, sim-x-10, ...;
+    hosts whose lines read the same are one line, named as a range, the odd one out in its own."""
+    hosts = [f"sim-x-{i}" for i in range(64)]
+    out = io.StringIO()
+    with Progress("configure", sorted(hosts), out=out) as progress:
+        for host in hosts:
+            progress.on_event(event("ok", host, "Install the payload", res={}))
+            progress.done(host, "done")
+        progress.on_event(event("ok", "sim-x-7", "Install the payload", res={"changed": True}))
+    assert said(out.getvalue(), "configure") == [
+        "[configure] 63 hosts sim-x-[0-6,8-63]: done        ok=1 changed=0 failed=0  Install the payload",
+        "[configure] sim-x-7: done        ok=2 changed=1 failed=0  Install the payload",
+    ]

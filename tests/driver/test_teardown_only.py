@@ -71,7 +71,7 @@ def test_a_run_that_tested_keeps_its_tables() -> None:
     run = teardown_run()
     run.stages.insert(0, StageRecord("validate", "ok", detail="1 test(s) launched"))
     text = summary.render(run)
-    assert "host       status   gpus  tuning" in text and "test  hosts  status  reason" in text
+    assert "hosts      status   gpus  tuning" in text and "test  hosts  status  reason" in text
     assert not summary.teardown_only(run)
 
 

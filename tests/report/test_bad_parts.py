@@ -17,6 +17,7 @@ from pav.reporting import bad_parts, html, summary
 from pav.results import HostRecord, RunResults, StageRecord, TestResult
 from pav.thresholds.health import health_results
 from tests.report.test_report_html import Page, browse
+from tests.summary_lines import unfolded
 from tests.thresholds.test_derive import NDR, down, hgx
 from tests.thresholds.test_real_gpu_runs import X2B_GPU1, X4_GPU0
 
@@ -49,7 +50,8 @@ def test_the_summary_leads_with_the_hogged_gpu_of_the_2_gpu_run() -> None:
     run = judged_run("h100x2b-gpu-busy-gpu1")
     text = summary.render(run)
     assert text.splitlines()[0].startswith("verdict FAIL  run 20261126T173235.665Z-local")
-    block = first_block(text)
+    assert max(len(line) for line in text.splitlines()) <= summary.WIDTH  # folded, each part's rest below it
+    block = unfolded(first_block(text))
     assert block[0].startswith("bad parts")
     assert block[1].startswith(f"  localhost {X2B_GPU1}: gemm_bf16_tflops.1 277 TFLOP/s, gate >= 763.6 ")
     assert "another process on it" in block[1]
@@ -64,11 +66,12 @@ def test_the_summary_leads_with_the_hogged_gpu_of_the_2_gpu_run() -> None:
     host = block[3]
     assert "160.3 GB/s, gate >= 327.9" in host and "[torch_nccl_allreduce, nccl_tests_all_reduce]" in host
     # The full reasons stay below, and the verdict closes the file as before.
-    assert text.index("\ntest ") > text.index(block[-1]) and text.rstrip().endswith("VERDICT: FAIL")
+    below = text.index("\ntest ") > text.index(first_block(text)[-1])
+    assert below and text.rstrip().endswith("VERDICT: FAIL")
 
 
 def test_the_summary_leads_with_gpu_0_of_the_4_gpu_hog_run() -> None:
-    block = first_block(summary.render(judged_run("h100x4-gpu-busy")))
+    block = unfolded(first_block(summary.render(judged_run("h100x4-gpu-busy"))))
     assert block[1].startswith(f"  localhost {X4_GPU0}: gemm_bf16_tflops.0 277.1 TFLOP/s, gate >= 763.6 ")
     assert "\n".join(block).count("277.1") == 1 and len(block) == 3
 

@@ -176,7 +176,7 @@ def test_the_command_names_each_failing_reason_and_its_json(tmp_path: Path) -> N
     assert "profile h100-sxm-8gpu: FAIL (recorded FAIL)" in run.stdout
     out = run.stdout
     assert "FAIL gpu_probe on h1: GPU 2 (00000000:38:00.0, GPU-0002-uuid): gemm_bf16_tflops.2 319.2" in out
-    assert "FAIL torch_nccl_allreduce_multi on h0, h1: busbw_gbps.all_reduce.8589934592=100 below" in out
+    assert "FAIL torch_nccl_allreduce_multi on h[0-1]: busbw_gbps.all_reduce.8589934592=100 below" in out
     assert "FAIL train_gpu_single on h0 (as recorded: not decided by gates): timeout after 60s" in out
     as_json = json.loads(run_cli_here("judge", str(run_dir), "--json").stdout)
     assert set(as_json) == {

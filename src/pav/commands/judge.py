@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pav.errors import PavError
+from pav.hostlist import compress
 from pav.judging import Judge, Rejudged, chosen_profile
 from pav.reporting import metrics_export, pushgateway
 from pav.results import HostRecord, TestResult, count_statuses, verdict_of
@@ -260,7 +261,7 @@ def render(found: Rejudgement) -> str:
         note = " (as recorded: not decided by gates)" if item.how == "recorded" else ""
         note += f" (recorded {was.status})" if changed and was is not None else ""
         reason = f": {test.reason}" if test.reason else ""
-        lines.append(f"   {test.status.upper()} {test.name} on {', '.join(test.hosts)}{note}{reason}")
+        lines.append(f"   {test.status.upper()} {test.name} on {compress(test.hosts)}{note}{reason}")
     lines += _workload_lines(found)
     counts = count_statuses([r.test for r in found.tests])
     shown = [(status, n) for status, n in counts.items() if n or status != "interrupted"]

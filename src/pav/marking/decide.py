@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pav import catalog
+from pav.hostlist import compress
 from pav.isolation import MIN_HOSTS
 from pav.reporting import bad_parts
 from pav.results import Action
@@ -53,7 +54,7 @@ class Unnamed:
         """ "not draining a, b: TEST failed across them, which does not say which host is bad (WHY); HOW"
         (verb: draining, tainting)."""
         return (
-            f"not {verb} {', '.join(self.hosts)}: {', '.join(self.tests)} failed across them, which does not "
+            f"not {verb} {compress(self.hosts)}: {', '.join(self.tests)} failed across them, which does not "
             f"say which host is bad ({self.why}); {NAMING}"
         )
 

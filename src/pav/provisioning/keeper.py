@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pav.hostlist import compress
 from pav.locks import Holder
 
 RECORD = "owner.json"
@@ -101,7 +102,7 @@ def host_names(state: Path) -> list[str]:
 def left(state: Path) -> str:
     """What the state holds, in words: "3 resource(s): hosts sim-x-0, sim-x-1"."""
     names = host_names(state)
-    hosts = f": hosts {', '.join(names)}" if names else ""
+    hosts = f": hosts {compress(names)}" if names else ""
     return f"{len(resources(state))} resource(s){hosts}"
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pav import first_failure
+from pav.hostlist import compress
 from pav.reporting import causes
 from pav.thresholds.gate import Gate, lookup
 
@@ -74,7 +75,7 @@ class BadPart:
 
     @property
     def where(self) -> str:
-        return " ".join(x for x in (", ".join(self.hosts), self.part) if x)
+        return " ".join(x for x in (compress(self.hosts), self.part) if x)
 
     @property
     def category(self) -> str:

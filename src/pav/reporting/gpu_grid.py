@@ -7,6 +7,11 @@ inline style) come from numbers.
 A cell's state comes from the gates in its test's `threshold.gates` that name the cell's metric path
 (`gemm_bf16_tflops.3`, `p2p_gbps.1.3`): derived gates carry `status` and `value`; profile gates do not,
 so they colour nothing (their verdict is the test's own status).
+
+At scale (issue 65: 64 hosts x 8 GPUs) one host's grid after another hides the bad GPU in a long page, so a
+run of several GPU hosts also gets a map of every GPU, a row per host in natural order and a cell per GPU
+coloured by its worst gate, with the GPUs that fail named above it; the hosts' own grids follow, those with
+a failing figure first, and past FOLD_AFTER hosts the healthy hosts' grids fold away under one summary.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pav.catalog import is_probe
+from pav.hostlist import compress, natural_key
 from pav.thresholds.derive import PER_GPU
 
 # The grid's columns are the per-GPU metrics the gates judge, in their order.
@@ -30,6 +36,10 @@ HEAT_FLOOR = 0.5
 HEAT_LOW, HEAT_HIGH = (247, 251, 255), (8, 81, 156)  # ColorBrewer Blues: readable when printed grey
 HEAT_DARK = 0.55  # from this share of the scale on, the text turns white
 LEGEND_STEPS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+# Past this many GPU hosts, the grids of hosts with nothing failing fold under one <details> (no script).
+FOLD_AFTER = 8
+# The map's hosts per block: blocks stand side by side, so 64 hosts x 8 GPUs fit one screen.
+MAP_BLOCK = 16
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,37 @@ class HostGpus:
     facts: str  # the facts its gates came from
     note: str
 
+    @property
+    def bad(self) -> bool:
+        """Some figure of the host (a GPU's or a pair's) fails its gate or was not measured, or the probe
+        did not pass."""
+        cells = [c for row in self.rows for c in row.cells]
+        cells += [c for _, row in (self.pairs.rows if self.pairs else []) for c in row if c]
+        return self.status in ("fail", "error") or any(c.state in ("fail", "unmeasured") for c in cells)
+
+
+@dataclass(frozen=True)
+class MapCell:
+    """One GPU on the map of every GPU: its index, its worst gate's state, and who it is (hover)."""
+
+    gpu: str
+    state: str
+    title: str
+
+
+@dataclass(frozen=True)
+class GpuMap:
+    """Every GPU of the run: a row per host in natural order, a cell per GPU index."""
+
+    columns: list[str]  # GPU indices, over all hosts
+    rows: list[tuple[str, list[MapCell | None]]]  # (host, a cell per column; None: the host has no such GPU)
+    count: int  # GPUs on the map
+    failing: list[tuple[str, str, str]]  # (host, the GPU's label, its failing gates) of each GPU that fails
+
+    @property
+    def blocks(self) -> list[list[tuple[str, list[MapCell | None]]]]:
+        return [self.rows[i : i + MAP_BLOCK] for i in range(0, len(self.rows), MAP_BLOCK)]
+
 
 @dataclass(frozen=True)
 class GateRow:
@@ -105,6 +146,17 @@ class GateTable:
 class GpuSection:
     hosts: list[HostGpus] = field(default_factory=list)
     gate_tables: list[GateTable] = field(default_factory=list)
+    overview: GpuMap | None = None  # two or more hosts with GPU figures
+
+    @property
+    def fold(self) -> bool:
+        """Whether the healthy hosts' grids fold away: past FOLD_AFTER hosts, and only where some host is
+        bad (else every host is as good as the next, and the grids are all there is to see)."""
+        return len(self.hosts) > FOLD_AFTER and any(h.bad for h in self.hosts)
+
+    @property
+    def healthy(self) -> list[HostGpus]:
+        return [h for h in self.hosts if not h.bad]
 
     @property
     def missing_hosts(self) -> list[str]:
@@ -116,9 +168,37 @@ def section(results: dict[str, Any]) -> GpuSection | None:
     an older results.json renders as it always did."""
     records = _gate_records(results)
     probes = _probes(results)
-    hosts = [host_gpus(h, probes.get(h), records.get(h) or {}) for h in _hosts(results, probes, records)]
+    hosts = [host_gpus(h, probes.get(h), records.get(h) or {}) for h in _hosts(probes, records)]
     tables = gate_tables(results)
-    return GpuSection(hosts, tables) if hosts or tables else None
+    if not hosts and not tables:
+        return None
+    overview = gpu_map(hosts) if sum(bool(h.rows) for h in hosts) > 1 else None
+    return GpuSection(sorted(hosts, key=lambda h: not h.bad), tables, overview)  # the bad first, stably
+
+
+def gpu_map(hosts: list[HostGpus]) -> GpuMap:
+    """Every GPU of the hosts, a cell each, coloured by the worst state of its figures' gates."""
+    columns = sorted({g.index for h in hosts for g in h.rows}, key=natural_key)
+    rows: list[tuple[str, list[MapCell | None]]] = []
+    failing = []
+    for host in (h for h in hosts if h.rows):
+        by_index = {g.index: g for g in host.rows}
+        cells: list[MapCell | None] = []
+        for index in columns:
+            gpu = by_index.get(index)
+            if gpu is None:
+                cells.append(None)
+                continue
+            state = next((s for s in STATES if any(c.state == s for c in gpu.cells)), "none")
+            label = f"GPU {gpu.index} ({gpu.bus_id}, {gpu.full_uuid})"
+            bad = state in ("fail", "unmeasured")
+            why = "; ".join(f"{c.metric}: {c.title}" for c in gpu.cells if bad and c.state == state)
+            cells.append(MapCell(gpu.index, state, f"{host.host} {label}: {why or state}"))
+            if bad:
+                failing.append((host.host, label, why))
+        rows.append((host.host, cells))
+    count = sum(cell is not None for _, cells in rows for cell in cells)
+    return GpuMap(columns, rows, count, failing)
 
 
 def host_gpus(host: str, probe: dict[str, Any] | None, record: dict[str, Any]) -> HostGpus:
@@ -224,7 +304,7 @@ def gate_tables(results: dict[str, Any]) -> list[GateTable]:
             continue
         rows = sorted((gate_row(g) for g in gates), key=lambda r: _STATUS_RANK.get(r.status, 3))
         failing = sum(r.status in ("fail", "not measured") for r in rows)
-        where = ", ".join(str(h) for h in test.get("hosts") or [])
+        where = compress(str(h) for h in test.get("hosts") or [])
         tables.append(GateTable(str(test.get("name")), where, str(test.get("status", "")), rows, failing))
     return tables
 
@@ -292,13 +372,10 @@ def _pairs_note(probe: dict[str, Any] | None, gpus: list[str], pairs: PairMatrix
     return "" if pairs else "pairs: not measured"
 
 
-def _hosts(
-    results: dict[str, Any], probes: dict[str, dict[str, Any]], records: dict[str, dict[str, Any]]
-) -> list[str]:
-    """Hosts with a gpu_probe result or a gates record, in results.json's host order."""
+def _hosts(probes: dict[str, dict[str, Any]], records: dict[str, dict[str, Any]]) -> list[str]:
+    """Hosts with a gpu_probe result or a gates record, in natural order (sim-x-2 before sim-x-10)."""
     wanted = set(probes) | {h for h, rec in records.items() if rec.get("missing") or rec.get("note")}
-    order = [*(results.get("hosts") or {}), *probes, *records]
-    return [h for i, h in enumerate(order) if h in wanted and h not in order[:i]]
+    return sorted(wanted, key=natural_key)
 
 
 def _probes(results: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from pav.hostlist import compress, natural_key
 from pav.reporting import bad_parts, burn_plots, causes, gpu_grid, history, plots
 from pav.reporting.changes import tuning_line
 from pav.units import size_label
@@ -35,6 +36,7 @@ def render(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) 
     env.filters["num"] = _num
     env.filters["pct"] = _pct
     env.filters["size"] = lambda b: size_label(int(b))
+    env.filters["hostlist"] = compress  # sim-x-[0-63], natural order (pav.hostlist)
     env.filters["breakable"] = lambda name: Markup(
         "_<wbr>".join(escape(part) for part in str(name).split("_"))
     )
@@ -71,7 +73,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "training_rows": plots.training_rows(results),
         "history": results.get("history") or {},
         "history_note": history.too_few(results.get("history") or {}),
-        "facts": [facts_row(name, h) for name, h in (results.get("hosts") or {}).items()],
+        "facts": [facts_row(name, h) for name, h in _natural_items(results.get("hosts") or {})],
         "timing": results.get("timing") or {},
     }
 
@@ -95,13 +97,17 @@ def matrix(results: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple[st
                     "reason": test.get("reason", ""),
                     "span": span,
                 }
-    return hosts, tests, cells
+    return sorted(hosts, key=natural_key), tests, cells  # sim-x-2 before sim-x-10
 
 
 def _summary(tests: list[dict[str, Any]]) -> dict[str, int]:
     """Tests per status, as summary.txt counts them: `interrupted` only where the signal cut some."""
     counts = {s: sum(t.get("status") == s for t in tests) for s in SUMMARY_ORDER}
     return {s: n for s, n in counts.items() if n or s != "interrupted"}
+
+
+def _natural_items(hosts: dict[str, Any]) -> list[tuple[str, Any]]:
+    return sorted(hosts.items(), key=lambda item: natural_key(item[0]))
 
 
 def facts_row(name: str, host: dict[str, Any]) -> dict[str, Any]:

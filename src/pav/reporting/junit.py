@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from pav.hostlist import compress
 from pav.printable import printable
 from pav.results import RunResults, TestResult
 
@@ -47,5 +48,5 @@ def _case(host: str, test: TestResult) -> ET.Element:
     if tag:
         outcome = ET.SubElement(case, tag, message=printable(test.reason))
         if len(test.hosts) > 1:
-            outcome.text = printable(f"{test.name} ran across {', '.join(test.hosts)}")
+            outcome.text = printable(f"{test.name} ran across {compress(test.hosts)}")
     return case

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pav.hostlist import compress
 from pav.reporting.compare import NCCL_TO_PAYLOAD, is_nccl_tests
 from pav.reporting.svg import PALETTE, Bar, Chart, GateLine, Series, bar_chart, size_chart
 from pav.units import size_label
@@ -128,7 +129,7 @@ def training_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         if "loss_first" not in m and "step_time_s_median" not in m:
             continue
         rows.append({
-            "test": test["name"], "where": ", ".join(test.get("hosts", [])), "status": test["status"],
+            "test": test["name"], "where": compress(test.get("hosts", [])), "status": test["status"],
             "world": m.get("world_size"), "tokens": m.get("tokens_per_s_per_rank_min"),
             "samples": m.get("samples_per_s_per_rank_min"), "step": m.get("step_time_s_median"),
             "loss_ratio": m.get("loss_ratio"), "scaling": m.get("scaling_efficiency"),

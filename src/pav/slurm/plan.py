@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pav import suites
 from pav.catalog import TestSpec
+from pav.hostlist import compress
 from pav.launch import Launch
 from pav.launches import PYTHON, HostView, TimeoutFor, plan_launches
 from pav.results import TestResult
@@ -173,7 +174,7 @@ class _Planner:
     def check(self, spec: TestSpec) -> tuple[Launch | None, TestResult | None]:
         names = [h.name for h in self.hosts]
         if spec.needs_gpu and any(h.gpus == 0 for h in self.hosts):
-            no_gpu = ",".join(h.name for h in self.hosts if not h.gpus)
+            no_gpu = compress(h.name for h in self.hosts if not h.gpus)
             return None, TestResult(spec.name, names, "skipped", f"no GPU on {no_gpu}")
         if spec.slurm_check_alone:
             launch = Launch(spec.name, "slurm", "cluster", self.timeout_for(spec.name), members=names)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pav.context import RunContext
+from pav.hostlist import compress
 from pav.stages.playbook import play, record_hosts
 
 
@@ -32,7 +33,7 @@ def run(ctx: RunContext) -> str:
     # A host that cannot be collected from keeps its tests as errors; the run goes on to the report.
     return (
         f"collected from {len(ctx.hosts) - len(missing)} host(s)"
-        + (f"; missing: {', '.join(missing)}" if missing else "")
+        + (f"; missing: {compress(missing)}" if missing else "")
         + "".join(f"; {error}" for error in broken.values())
     )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from pav import paths
 from pav.ansible_exec import ROLE_FACTS, PlaybookOutcome
 from pav.context import RunContext
+from pav.hostlist import compress
 from pav.payload_installer import installer
 from pav.stages.playbook import play, raise_for_hosts, record_hosts
 
@@ -22,7 +23,7 @@ def run(ctx: RunContext) -> str:
     save_facts(ctx, outcome)
     raise_for_hosts(ctx, outcome, "configure")
     mode = "applied" if ctx.inputs.apply_tuning else "check mode (nothing changed; see hosts.*.changes)"
-    dropped = f"; went on without {', '.join(ctx.missing)} (--allow-missing)" if ctx.missing else ""
+    dropped = f"; went on without {compress(ctx.missing)} (--allow-missing)" if ctx.missing else ""
     return f"{len(ctx.hosts)} host(s) configured; tuning {mode}{_skipped(needed)}{dropped}{_pythons(ctx)}"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pav.context import RunContext
+from pav.hostlist import compress
 from pav.isolation import MIN_HOSTS, Step, Suspect, merge, pairs_first, to_record
 from pav.judging import Judge
 from pav.launch import Launch
@@ -54,7 +55,7 @@ def run(ctx: RunContext) -> str:
 
 def _summary(ctx: RunContext) -> str:
     named = [s["host"] for s in ctx.results.isolation["suspects"]]
-    return f"suspect host(s): {', '.join(named)}" if named else "no suspect host"
+    return f"suspect host(s): {compress(named)}" if named else "no suspect host"
 
 
 def _from_single_host_tests(ctx: RunContext, tests: list[TestResult]) -> list[Suspect]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pav.context import RunContext
 from pav.errors import PavError
+from pav.hostlist import compress
 from pav.inventory import check_addresses, resolve_hosts, stage_inventory, write_generated
 from pav.ownership import clear_leftover
 from pav.provisioning.terraform_env import TerraformEnv
@@ -24,7 +25,7 @@ def run(ctx: RunContext) -> str:
     ctx.results.state_dir = str(env.state)
     if ctx.options.reuse:  # the kept hosts as they are: resolve writes their inventory
         names = [h.name for h in env.current_hosts()]
-        return f"reused the {len(names)} host(s) run {ctx.options.reuse} kept: {', '.join(names)}"
+        return f"reused the {len(names)} host(s) run {ctx.options.reuse} kept: {compress(names)}"
     # Recorded before apply: a create that fails midway still leaves resources teardown must destroy.
     ctx.provisioned["terraform"] = str(env.state)
     first = clear_leftover(ctx, env.destroy)
@@ -36,8 +37,8 @@ def run(ctx: RunContext) -> str:
             f"is unreachable: it never answered SSH within {ctx.settings.ssh_timeout_s}s of being created"
         )
     up = [h.name for h in created if h.name not in silent]
-    dropped = f"; never answered SSH: {', '.join(silent)} (--allow-missing)" if silent else ""
-    return f"{first}{len(up)} host(s) up: {', '.join(up)}{dropped} (state in {env.state})"
+    dropped = f"; never answered SSH: {compress(silent)} (--allow-missing)" if silent else ""
+    return f"{first}{len(up)} host(s) up: {compress(up)}{dropped} (state in {env.state})"
 
 
 def resolve(ctx: RunContext) -> None:

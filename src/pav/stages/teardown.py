@@ -9,6 +9,7 @@ from typing import Any
 
 from pav import rundir
 from pav.context import RunContext
+from pav.hostlist import compress
 from pav.provisioning import keeper
 from pav.stages.playbook import play, torn_down
 from pav.stages.provision import terraform_env
@@ -44,7 +45,7 @@ def run(ctx: RunContext) -> str:
     )
     if not removed and "validate" not in ctx.options.stages:
         said += " (a kept run's work goes with --stages teardown --run-dir ITS_RUN_DIR)"
-    return said + (f"; failed on {', '.join(left)}" if left else "")
+    return said + (f"; failed on {compress(left)}" if left else "")
 
 
 def kept(ctx: RunContext) -> str:

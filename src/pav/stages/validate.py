@@ -9,6 +9,7 @@ from typing import Any
 
 from pav import suites
 from pav.context import RunContext
+from pav.hostlist import compress
 from pav.launch import Launch
 from pav.launches import HostView, only_where, plan_launches
 from pav.payload_installer import installer
@@ -62,7 +63,7 @@ def held_gpus(ctx: RunContext) -> str:
     # A GPU two processes hold counts once, as gpus_held does.
     gpus = len({(x.host, x.gpu) for x in held if x.gpu != leftovers.HOST_MEMORY})
     hosts = sorted({x.host for x in held if x.gpu == leftovers.HOST_MEMORY})
-    memory = f", the memory of {', '.join(hosts)}" if hosts else ""
+    memory = f", the memory of {compress(hosts)}" if hosts else ""
     return f"stopped before the tests: {gpus} GPU(s){memory} held by other processes ({leftovers.NAME})"
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pav.catalog import spec_of
+from pav.hostlist import compress
 from pav.nccl_transport import IB, SOCKET, is_ib
 from pav.results import TestResult
 
@@ -78,7 +79,7 @@ def _gate(seen: Mapping[str, Any], fabric: str, net: str, hosts: list[str]) -> d
         "metric": METRIC,
         "basis": BASIS,
         "part": PART,
-        "source": f"nccl_env_fabric: {fabric} on {', '.join(hosts)}: NCCL's network between them: {expected}",
+        "source": f"nccl_env_fabric: {fabric} on {compress(hosts)}: NCCL's network between them: {expected}",
         "value": net,
         "expected": expected,
         "status": "pass" if ok else "fail",

@@ -1,0 +1,71 @@
+"""Readable at 64 hosts x 8 GPUs (issue 65): the summary of a 64-host run fits a screen, names the bad GPU
+and the slow node first, and says "64 hosts sim-x-[0-63]" where it listed every host; report.html's GPU
+grid shows all 512 GPUs with the bad one marked and first. The run: tests/report/large_run.py, synthesised
+from real runs' records."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pav.reporting import html, summary
+from tests.report import large_run
+from tests.report.large_run import BAD_GPU, BAD_HOST, SLOW_HOST
+
+
+def test_a_64_host_summary_fits_60_lines_of_120_columns() -> None:
+    lines = summary.render(large_run.run()).splitlines()
+    assert len(lines) <= 60, "\n".join(lines)
+    assert max(len(line) for line in lines) <= summary.WIDTH == 120
+    # The bad GPU and the slow node lead: the first bad part, then the node.
+    assert lines[1].startswith("bad parts")
+    assert lines[2].startswith(f"  {BAD_HOST} GPU {BAD_GPU} (") and "277.1 TFLOP/s" in lines[2]
+    assert any(line.startswith(f"  {SLOW_HOST}:") for line in lines[3:10])
+
+
+def test_hosts_alike_are_one_row_named_as_a_range() -> None:
+    text = summary.render(large_run.run())
+    lines = text.splitlines()
+    assert (
+        "64 hosts sim-x-[0-63]  ok      8"
+        in lines[lines.index("hosts                  status  gpus  tuning") + 1]
+    )
+    # No wall of names: never two host names joined, and never sim-x-10 before sim-x-2.
+    assert "sim-x-0," not in text and "sim-x-1, " not in text
+    rows = [line.split() for line in lines if line.startswith(("gpu_probe ", "torch_nccl_allreduce "))]
+    assert rows == [
+        ["torch_nccl_allreduce", SLOW_HOST, "fail", "host:", *rows[0][4:]],
+        ["gpu_probe", BAD_HOST, "fail", "GPU", *rows[1][4:]],
+        ["gpu_probe", "63", "hosts", "sim-x-[0-36,38-63]", "pass"],
+        ["torch_nccl_allreduce", "63", "hosts", "sim-x-[0-11,13-63]", "pass"],
+    ]
+
+
+def test_failing_tests_come_before_passing_ones() -> None:
+    lines = summary.render(large_run.run()).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("test  "))
+    table = lines[start : lines.index("", start)]
+    column = table[0].index("status")
+    statuses = [row[column:].split()[0] for row in table[1:] if not row.startswith(" ")]  # not a folded rest
+    assert statuses == ["fail"] * 4 + ["pass"] * 5
+
+
+def test_the_report_maps_all_512_gpus_with_the_bad_one_marked_and_first(tmp_path: Path) -> None:
+    """report.html's map of every GPU: 64 rows in natural order, a cell per GPU, the one red cell the slow
+    GPU, named above the map with a link to its host's grid, which leads the hosts' grids; the healthy
+    hosts' grids fold under one summary."""
+    page = html.render(large_run.run().to_dict(), tmp_path)
+    start = page.index('<section class="gpu-map"')
+    gpu_map = page[start : page.index("</section>", start)]
+    cells = re.findall(r'<td class="map-cell map-(\w+)" data-gpu="([^"]+)"', gpu_map)
+    wanted = [f"{host} GPU {gpu}" for host in large_run.HOSTS for gpu in range(large_run.GPUS)]
+    assert [where for _, where in cells] == wanted  # all 512, once each, sim-x-2 before sim-x-10
+    assert [where for state, where in cells if state != "pass"] == [f"{BAD_HOST} GPU {BAD_GPU}"]
+    assert 'Every GPU: 512 on 64 hosts, <span class="flag">1 failing</span>' in gpu_map
+    [named] = re.findall(
+        r'<ul class="gpu-map-failing">\s*<li><a href="#gpus-([^"]+)"><b>[^<]+</b> GPU (\d)', gpu_map
+    )
+    assert named == (BAD_HOST, BAD_GPU)
+    grids = re.findall(r'<section class="gpu-host" id="gpus-([^"]+)"', page)
+    assert grids[0] == BAD_HOST and sorted(grids) == sorted(large_run.HOSTS)
+    assert page.index('<details class="gpu-healthy">') > page.index(f'id="gpus-{BAD_HOST}"')
