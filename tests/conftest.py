@@ -295,3 +295,12 @@ def configured(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
         assert sorted(p.name for p in (box.state / "sim").iterdir()) == []
     finally:
         box.close()
+
+
+@pytest.fixture
+def sticky() -> Iterator[Path]:
+    """A root-owned 1777 folder others can reach, as /var/tmp is (pytest's tmp_path is 0700)."""
+    base = Path(tempfile.mkdtemp(prefix="pav-sticky-", dir="/var/tmp"))
+    base.chmod(0o1777)
+    yield base
+    shutil.rmtree(base)

@@ -246,3 +246,16 @@ def playbook_run_id(run_dir: Path) -> str | None:
         if found:
             return found.group(1)
     return None
+
+
+def ssh(sandbox: Sandbox, address: str, command: str) -> subprocess.CompletedProcess[str]:
+    """`command` on the host as root, with the env's key and the host key it pinned."""
+    argv = [
+        "ssh", "-F", "/dev/null", "-i", str(sandbox.state / "ssh" / "id_ed25519"),
+        "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+        "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={sandbox.state / 'known_hosts'}",
+        "-o", "GlobalKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", f"root@{address}", command,
+    ]  # fmt: skip
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False
+    )

@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import CliRun, assert_one_line_error, run_cli_here
 from tests.faults.conftest import Sandbox
+from tests.summary_lines import unfolded
 
 
 def printed(stdout: str, what: str) -> str:
@@ -63,7 +64,7 @@ def test_every_command_a_kept_run_prints_runs_as_printed(sim_deps: None, sandbox
     down = pasted(teardown, shell, elsewhere)
     assert down.rc == 0, down.stdout + down.stderr
     assert f"state dir: {sandbox.state}, as kept run {kept_id} recorded it (not PAV_STATE_DIR=" in down.stdout
-    assert f"teardown of kept run {kept_id} (" in down.stdout
+    assert f"teardown of kept run {kept_id} (" in "\n".join(unfolded(down.stdout.splitlines()))
     assert "  destroyed terraform_data.host[0]" in down.stdout
     assert not list((elsewhere / "state").iterdir())  # the shell's own state dir was never used
     assert not (sandbox.state / "owner.json").exists()

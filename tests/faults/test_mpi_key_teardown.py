@@ -4,26 +4,12 @@ run's teardown nothing of it is left on either host, and the SSH access the tool
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 import yaml
 
-from tests.faults.conftest import Sandbox
+from tests.faults.conftest import Sandbox, ssh
 
 pytestmark = pytest.mark.slow
-
-
-def ssh(sandbox: Sandbox, address: str, command: str) -> subprocess.CompletedProcess[str]:
-    argv = [
-        "ssh", "-F", "/dev/null", "-i", str(sandbox.state / "ssh" / "id_ed25519"),
-        "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-        "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={sandbox.state / 'known_hosts'}",
-        "-o", "GlobalKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", f"root@{address}", command,
-    ]  # fmt: skip
-    return subprocess.run(
-        argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False
-    )
 
 
 def test_the_mpi_cluster_key_is_gone_from_the_hosts_after_teardown(sim_deps: None, sandbox: Sandbox) -> None:

@@ -6,30 +6,15 @@ it first."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 import yaml
 
 from tests.docs_quotes import assert_documented
-from tests.faults.conftest import Sandbox, error_lines
+from tests.faults.conftest import Sandbox, error_lines, ssh
 
 pytestmark = pytest.mark.slow
 
 PLANTED = "/var/tmp/pav-planted"
-
-
-def ssh(sandbox: Sandbox, address: str, command: str) -> subprocess.CompletedProcess[str]:
-    """`command` on the host as root, with the env's key and the host key it pinned."""
-    argv = [
-        "ssh", "-F", "/dev/null", "-i", str(sandbox.state / "ssh" / "id_ed25519"),
-        "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-        "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={sandbox.state / 'known_hosts'}",
-        "-o", "GlobalKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", f"root@{address}", command,
-    ]  # fmt: skip
-    return subprocess.run(
-        argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False
-    )
 
 
 def test_a_work_folder_a_local_user_made_first_is_refused_and_nothing_planted_runs(

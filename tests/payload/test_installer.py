@@ -9,11 +9,8 @@ the window between the walk and the mkdir (a `mkdir` on PATH that lets the attac
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -129,15 +126,6 @@ def test_configure_names_the_refusal_not_ansibles_return_code(tmp_path: Path) ->
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="another user's folders need root (CI runs as root)")
-
-
-@pytest.fixture
-def sticky() -> Iterator[Path]:
-    """A root-owned 1777 folder others can reach, as /var/tmp is (pytest's tmp_path is 0700)."""
-    base = Path(tempfile.mkdtemp(prefix="pav-sticky-", dir="/var/tmp"))
-    base.chmod(0o1777)
-    yield base
-    shutil.rmtree(base)
 
 
 def planted(folder: Path, marker: Path) -> None:

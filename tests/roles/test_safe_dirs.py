@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +25,6 @@ pytestmark = [
 ]
 
 NOBODY = 65534
-
-
-@pytest.fixture
-def sticky() -> Iterator[Path]:
-    """A root-owned 1777 folder, as /var/tmp is: where a local user can make a folder first."""
-    base = Path(tempfile.mkdtemp(prefix="pav-sticky-", dir="/var/tmp"))
-    base.chmod(0o1777)
-    yield base
-    shutil.rmtree(base)
 
 
 def play(

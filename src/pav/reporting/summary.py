@@ -22,6 +22,8 @@ BAD_PARTS_HEAD = (
 )
 SUSPECT_CHARS = 200
 WIDTH = 120  # a terminal's columns: a longer line goes on, indented, below it
+# Lines that are commands to paste (the kept run's hints): never broken, or they would not run as printed.
+WHOLE = ("  teardown: ", "  reuse: ")
 # Rows of a table in this order, the bad first; a status not named here sorts last.
 TEST_ORDER = ("fail", "error", "interrupted", "skipped", "pass")
 HOST_ORDER = ("unreachable", "failed", "interrupted", "unknown", "ok")
@@ -272,7 +274,7 @@ def _fold(lines: list[str]) -> str:
     """The lines, each over WIDTH columns broken at spaces, its rest indented 4 more than it was."""
     out = []
     for line in "\n".join(lines).split("\n"):  # a table is one item of several lines
-        if len(line) <= WIDTH:
+        if len(line) <= WIDTH or line.startswith(WHOLE):
             out.append(line)
             continue
         indent = " " * (len(line) - len(line.lstrip()) + 4)
