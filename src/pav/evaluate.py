@@ -215,21 +215,30 @@ def _first_failure(
     after a local peer failed) or that reported an exception of its own (a lost peer raises one) comes
     after one that just died, and a root cause before the rest."""
     logs = {host: _text(d / "launcher.log") for host, d in dirs.items()}
-    found = [
-        (replace(failure, host=where.resolve(failure, host)), not_root)
+    stopped = [
+        replace(failure, host=where.resolve(failure, host))
         for host, text in logs.items()
-        for listed, not_root in ((first_failure.read(text), False), (first_failure.stopped(text), True))
-        for failure in listed
+        for failure in first_failure.stopped(text)
     ]
+    roots = [
+        replace(failure, host=where.resolve(failure, host))
+        for host, text in logs.items()
+        for failure in first_failure.read(text)
+    ]
+    found = [(f, False) for f in roots] + [(f, True) for f in stopped]
     if not found:
         return None
     ended = {r.get("rank") for r in ranks if _finished(r)}
     first, _ = min(found, key=lambda f: (f[0].time, bool(f[0].signal), f[0].rank in ended, f[1]))
-    return _stopped_answering(first, logs, where, ranks) or first
+    return _stopped_answering(first, logs, stopped, ended, ranks) or first
 
 
 def _stopped_answering(
-    first: first_failure.Failure, logs: dict[str, str], where: RankHosts, ranks: list[dict[str, Any]]
+    first: first_failure.Failure,
+    logs: dict[str, str],
+    stopped: list[first_failure.Failure],
+    ended: set[Any],
+    ranks: list[dict[str, Any]],
 ) -> first_failure.Failure | None:
     """A rank that hung, where its peers' timeouts fired first: torchrun's first failure is then a peer that
     timed out waiting (its own report says so, or NCCL's watchdog line of its rank), and the hung rank one
@@ -239,11 +248,9 @@ def _stopped_answering(
     waited |= {rank for text in logs.values() for rank in first_failure.timed_out(text)}  # NCCL's watchdog
     if first.rank not in waited:
         return None
-    ended = {r.get("rank") for r in ranks if _finished(r)}
     hung = [
-        replace(failure, host=where.resolve(failure, host), hung=True)
-        for host, text in logs.items()
-        for failure in first_failure.stopped(text)
+        replace(failure, hung=True)
+        for failure in stopped
         if failure.signal and failure.rank not in ended and failure.rank not in waited
     ]
     return min(hung, key=lambda f: f.rank) if hung else None

@@ -149,7 +149,7 @@ class Judge:
                 continue
             spec = catalog.spec_of(rec.name)
             due[rec.name] = self.gates(rec.name, spec.gates_of if spec else "")[1]
-            if workload_changed(judged, rec, spec):
+            if _noted_workload(judged):
                 due[rec.name] = [g for g in due[rec.name] if not is_throughput(g.metric)]
             out.append(Rejudged(judged, rec, "gates"))
         self.derived([r.test for r in out if r.how == "gates"])
@@ -237,8 +237,9 @@ def is_throughput(metric: str) -> bool:
     return THROUGHPUT.search(metric) is not None
 
 
-def workload_changed(judged: TestResult, rec: TestResult, spec: catalog.TestSpec | None) -> bool:
-    return bool(changed_workload(judged.workload or rec.workload, spec))
+def _noted_workload(judged: TestResult) -> bool:
+    """Whether judging it again found another workload (_noted recorded why): its scaling gates go too."""
+    return any(n.get("metric") == "workload" for n in judged.threshold.get("not_applicable") or [])
 
 
 def explained_by_gates(rec: TestResult) -> bool:
