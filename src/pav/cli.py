@@ -34,11 +34,7 @@ from pav.units import parse_duration
 
 EXIT_HELP = (
     "exit codes: 0 PASS, 1 FAIL, 2 could not run (bad input, unreachable host, missing tool), "
-    "130/143 interrupted (SIGINT/SIGTERM; teardown still ran). "
-    "Other commands: provision-and-validate check-nccl LOG... (grade nccl-tests logs), "
-    "provision-and-validate history --env NAME (what got worse since earlier runs), "
-    "provision-and-validate gates --results RUN/results.json (the gates its facts derive), "
-    "provision-and-validate judge RUN_DIR (a recorded run judged by this release's gates); each takes --help"
+    "130/143 interrupted (SIGINT/SIGTERM; teardown still ran)."
 )
 
 
@@ -72,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="provision-and-validate",
         description="Provision GPU hosts, configure them, validate every GPU and link, report, tear down.",
-        epilog=EXIT_HELP,
+        epilog=f"{EXIT_HELP} {other_commands()}",
     )
     p.add_argument("--version", action=_Version, nargs=0, help="print the release (and commit) and exit")
     where = p.add_mutually_exclusive_group()
@@ -333,7 +329,9 @@ def make_context(args: argparse.Namespace) -> RunContext:
         recheck=args.recheck,
         burn_in_s=_burn_in(args.burn_in),
     )
-    settings = load_settings(env.inventory_dir, options.extra_vars, provisions=env.provisions)
+    settings = load_settings(
+        env.inventory_dir, options.extra_vars, provisions=env.provisions, hosts_file=env.hosts_file
+    )
     if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:
         options.extra_vars["torch_payload_python"] = torch_python.choose()
     if settings.payload_python_auto and "ansible_python_interpreter" not in options.extra_vars:
@@ -382,6 +380,8 @@ def run(argv: list[str]) -> int:
     if ctx.options.dry_run:
         plan.check_exports(ctx)
         return platform.dry_run(ctx)
+    if platform.check is not None:  # bad input stops here, as in the dry run: no run dir is made for it
+        platform.check(ctx)
     # What the driver removes after its playbooks, the reaper removes if the driver dies first; and it scrubs
     # the run dir, as the driver's end would have.
     ansible = ctx.run_dir.resolve() / "ansible"
@@ -483,33 +483,45 @@ def recorded_state_note(ctx: RunContext) -> str:
 class Subcommand:
     description: str
     exits: str
+    usage: str  # what the run's --help says of it: its arguments and, in brackets, what it is for
 
 
 SUBCOMMANDS = {
     "check-nccl": Subcommand(
         "Grade nccl-tests outputs (stdout logs or -J JSON) from any cluster.",
         "exit: 0 every log passes, 1 any fails, 2 a file cannot be read; JSON: docs/check-nccl.md",
+        "LOG... (grade nccl-tests logs)",
     ),
     "history": Subcommand(
         "Compare the latest run of an env with its previous runs: what got worse.",
         "exit: 0 nothing dropped, 1 a metric dropped beyond the tolerance, 2 no runs or bad input",
+        "--env NAME (what got worse since earlier runs)",
     ),
     "gates": Subcommand(
         "Print the gates a results.json's host facts derive: limit, fraction, source facts.",
         "exit: 0 every gate derived, 1 a fact is missing, 2 the file cannot be read",
+        "--results RUN/results.json (the gates its facts derive)",
     ),
     "preflight": Subcommand(
         "Check this node's state in about a second, no test: GPUs another process holds, and what gpu_health "
         "names from the facts alone (links, ECC, row remapping, Xids, clocks, power limit). For a Slurm "
         "Prolog or HealthCheckProgram and a Kubernetes init container (docs/preflight.md).",
         "exit: 0 the node is fit, 1 a problem (a FAIL: line each), 2 its state could not be read",
+        "(this node's state in about a second, no test: a Slurm Prolog, a k8s init container)",
     ),
     "judge": Subcommand(
         "Judge a recorded run (its dir or results.json) again by this release's gates: profile, derived, "
         "gpu_health, scaling; a test its gates did not decide keeps its recorded outcome.",
         "exit: 0 PASS, 1 FAIL (or the run could not finish), 2 bad input; JSON: docs/thresholds.md",
+        "RUN_DIR (a recorded run judged by this release's gates)",
     ),
 }
+
+
+def other_commands() -> str:
+    """The run's --help names every command beside it, from SUBCOMMANDS."""
+    said = "; ".join(f"provision-and-validate {name} {spec.usage}" for name, spec in SUBCOMMANDS.items())
+    return f"Other commands: {said}; each takes --help"
 
 
 def subcommand(name: str, argv: list[str]) -> int:

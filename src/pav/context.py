@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pav import paths
 from pav.envs import EnvSpec
-from pav.inventory import Host
+from pav.inventory import Host, ReadInventory
 from pav.launch import Launch
 from pav.locks import Holder
 from pav.options import STAGES, Options
@@ -33,6 +33,8 @@ class RunContext:
     results: RunResults
     inputs: RunInputs  # resolved once before any stage (pav.run_inputs): flags over settings, tests selected
     inventory_file: Path | None = None
+    # A static inventory's hosts, read before the run dir exists (pav.platform.read_inventory); None: not read
+    inventory_read: ReadInventory | None = None
     hosts: list[Host] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)  # one per test: what the report judges
     # What validate's playbook runs: ctx.launches with a host's torch tests of one world shape folded into one

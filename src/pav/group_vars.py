@@ -45,14 +45,38 @@ def group_vars_files(inventory_dir: Path) -> list[Path]:
     group_vars = inventory_dir / "group_vars"
     folder = group_vars / "all"
     if folder.is_dir():
-        return sorted(
-            p
-            for p in folder.rglob("*")
-            if p.is_file()
-            and p.suffix in ("", ".yml", ".yaml", ".json")
-            and not any(part.startswith(".") or part.endswith("~") for part in p.relative_to(folder).parts)
-        )
+        return _folder_files(folder)
     return [p for name in SINGLE if (p := group_vars / name).is_file()][:1]
+
+
+def other_vars_files(inventory_dir: Path) -> list[Path]:
+    """The files Ansible reads for the other groups (group_vars/NAME.yml or the folder group_vars/NAME/) and
+    for each host (host_vars/ alike): the driver reads no setting there, and refuses one written there."""
+    found: list[Path] = []
+    for sub in ("group_vars", "host_vars"):
+        base = inventory_dir / sub
+        entries = sorted(base.iterdir()) if base.is_dir() else []
+        for entry in entries:
+            if sub == "group_vars" and (entry.name == "all" or entry.name in SINGLE):
+                continue
+            if entry.is_dir():
+                found += _folder_files(entry)
+            elif _vars_file(entry):
+                found.append(entry)
+    return found
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if _vars_file(p)
+        and not any(part.startswith(".") or part.endswith("~") for part in p.relative_to(folder).parts)
+    )
+
+
+def _vars_file(path: Path) -> bool:
+    return path.is_file() and path.suffix in ("", ".yml", ".yaml", ".json") and not path.name.startswith(".")
 
 
 def settings_file(inventory_dir: Path, who: str = "pav") -> Path | None:
@@ -64,6 +88,19 @@ def settings_file(inventory_dir: Path, who: str = "pav") -> Path | None:
         return path if path.is_file() else None
     found = group_vars_files(inventory_dir)
     return found[0] if found else None
+
+
+def home(inventory_dir: Path, who: str) -> Path:
+    """Where group_vars/all holds a family of the driver's settings (who: pav or k8s)."""
+    folder = inventory_dir / "group_vars" / "all"
+    if folder.is_dir():
+        return folder / DRIVER_FILES[who]
+    return settings_file(inventory_dir, who) or inventory_dir / "group_vars" / SINGLE[0]
+
+
+def read_other_vars(inventory_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Each other group's and host's file, read as read_group_vars reads the group all's."""
+    return [(file, _read(file, driver_file=False)) for file in other_vars_files(inventory_dir)]
 
 
 def read_group_vars(inventory_dir: Path) -> GroupVars:

@@ -155,6 +155,20 @@ def check_addresses(hosts: list[Host], shown: Path | None, allow_missing: int = 
     raise PavError(f"{where}host {name} {why}{more}")
 
 
+@dataclass(frozen=True)
+class ReadInventory:
+    """A static inventory's hosts as read, and those SSH could not find that the run goes on without."""
+
+    hosts: list[Host]
+    missing: dict[str, str]
+
+
+def read_static(hosts_file: Path, allow_missing: int) -> ReadInventory:
+    """The user's inventory file read and its hosts' addresses checked: one line for what is wrong."""
+    hosts = resolve_hosts(hosts_file)
+    return ReadInventory(hosts, check_addresses(hosts, hosts_file, allow_missing))
+
+
 def _over_ssh(host: Host) -> bool:
     connection = str(host.vars.get("ansible_connection") or "ssh").rsplit(".", 1)[-1]
     if connection not in SSH_CONNECTIONS or "{{" in host.address:  # a templated address: Ansible's to tell

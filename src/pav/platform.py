@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pav import plan, role_args
 from pav.context import RunContext
-from pav.inventory import check_addresses, resolve_hosts
+from pav.inventory import read_static
 
 StageFn = Callable[[RunContext], str]
 Hook = Callable[[RunContext], None]
@@ -29,6 +29,9 @@ class Platform:
     after: Mapping[str, Hook] = field(default_factory=dict)
     finish: Hook | None = None  # after the last report write (close connections); then the pipeline scrubs
     dry_run: DryRun = field(kw_only=True)  # --dry-run: instead of the stages
+    # A real run's checks of its input before its run dir exists, the dry run's own: bad input is one line,
+    # exit 2, and no run dir left behind.
+    check: Hook | None = field(default=None, kw_only=True)
 
 
 def hosts_platform() -> Platform:
@@ -51,17 +54,24 @@ def hosts_platform() -> Platform:
         "collect": collect.run, "isolate": isolate.run, "teardown": teardown.run,
     }  # fmt: skip
     after = {"provision": hosts_resolved, "configure": facts_without_configure}
-    return Platform("hosts", stages, after, finish, dry_run=print_plan)
+    return Platform("hosts", stages, after, finish, dry_run=print_plan, check=read_inventory)
+
+
+def read_inventory(ctx: RunContext) -> None:
+    """A static inventory's hosts, read once before the run dir exists (pav.stages.provision.resolve takes
+    them from here): a malformed file, a host name that is no plain name, or a host SSH could not find
+    stops the run, or its dry run, in one line before anything is made (--allow-missing: leaves it out)."""
+    if ctx.env.hosts_file is not None:
+        ctx.inventory_read = read_static(ctx.env.hosts_file, ctx.options.allow_missing)
 
 
 def print_plan(ctx: RunContext) -> int:
     """The hosts platform's dry run: the plan of stages, hosts (a static inventory's, read) and tests; a
     role variable its role would refuse stops it, as it stops a real run's configure."""
     role_args.check(ctx.settings.role_vars, ctx.settings.origins)
-    if ctx.env.hosts_file is not None:
-        ctx.hosts = resolve_hosts(ctx.env.hosts_file)
-        # A host SSH could not find stops the dry run as it would stop the run, before any stage.
-        ctx.missing = check_addresses(ctx.hosts, ctx.env.hosts_file, ctx.options.allow_missing)
+    read_inventory(ctx)
+    if ctx.inventory_read is not None:
+        ctx.hosts, ctx.missing = ctx.inventory_read.hosts, ctx.inventory_read.missing
     print(plan.render(ctx), end="")
     return 0
 

@@ -70,19 +70,27 @@ class RunInputs:
 def resolve(env: EnvSpec, options: Options, settings: Settings) -> RunInputs:
     """The run's inputs from the options and the settings, each flag over its setting; settings stay as the
     env's files and -e gave them."""
-    where = settings_file(env.inventory_dir) or env.inventory_dir
+    fallback = str(settings_file(env.inventory_dir) or env.inventory_dir)
+
+    def where(key: str) -> str:  # where the setting was last written: a file, or -e
+        return settings.origins.get(key, fallback)
+
     platform = options.platform or settings.platform
     launcher = options.launcher or settings.launcher
     _check_on_fail(options.on_fail, platform)
     _check_recheck(env, options, platform)
     burn_in_s = settings.burn_in_s if options.burn_in_s is None else options.burn_in_s
-    tests = _burn_in(_tests(options, settings, f"pav_tests of {where}", platform, launcher), burn_in_s)
-    catalog.refuse_unknown(list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where}")
+    tests = _burn_in(
+        _tests(options, settings, f"pav_tests of {where('pav_tests')}", platform, launcher), burn_in_s
+    )
+    catalog.refuse_unknown(
+        list(settings.test_timeouts_s), f"pav_test_timeouts_s of {where('pav_test_timeouts_s')}"
+    )
     if settings.threshold_profile != "auto":
         try:
             profile_path(settings.threshold_profile)
         except PavError as exc:
-            raise PavError(f"{where}: {exc}") from None
+            raise PavError(f"{where('pav_threshold_profile')}: {exc}") from None
     return RunInputs(
         tests=tests,
         platform=platform,

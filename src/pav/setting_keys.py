@@ -111,3 +111,17 @@ def refuse_unknown(data: Mapping[str, Any], source: str) -> None:
     for key in data:
         if isinstance(key, str) and key.startswith(PREFIXES) and key not in known:
             raise unknown_key(source, key, known)
+
+
+def refuse_outside_all(data: Mapping[str, Any], source: str, homes: Mapping[str, str]) -> None:
+    """Another group's or a host's variables: an unknown key, as anywhere, and a driver setting or k8s job
+    setting, which is the whole run's (one launcher, one set of tests, one job namespace) and read for the
+    group all only: said where it belongs (homes: reader -> where), not dropped."""
+    refuse_unknown(data, source)
+    for key in data:
+        who = reader(key) if isinstance(key, str) else "roles"
+        if who != "roles":
+            raise PavError(
+                f"{source}: {key} is a setting of the whole run, read for the group all only; move it to "
+                f"{homes[who]}"
+            )

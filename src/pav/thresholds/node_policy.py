@@ -9,7 +9,7 @@ ECC on, application clocks not under their default. "any" leaves a setting unjud
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,29 +45,35 @@ class NodePolicy:
 def node_policy(
     gpu_state: Mapping[str, Any],
     versions: Mapping[str, Any],
-    source: str,
+    source: str | Callable[[str], str],
     declared: Mapping[str, Any] | None = None,
 ) -> NodePolicy:
     """The policy from the two settings (each a mapping; unset keys keep their defaults); a bad key or value
-    is a PavError naming it and `source` (the file, or -e)."""
+    is a PavError naming it and `source` (the file, or -e; or, given the setting's key, where it was set)."""
+    where = source if callable(source) else lambda _: source
+    state_from, pins_from = where("pav_gpu_state"), where("pav_expected_versions")
     state = NodePolicy().gpu_state
     for key, value in gpu_state.items():
         if key not in GPU_STATE:
-            raise PavError(f"{source}: pav_gpu_state has no setting {key!r}; known: {', '.join(GPU_STATE)}")
+            raise PavError(
+                f"{state_from}: pav_gpu_state has no setting {key!r}; known: {', '.join(GPU_STATE)}"
+            )
         allowed = GPU_STATE[key][1]
         if value not in allowed:
             raise PavError(
-                f"{source}: pav_gpu_state.{key} must be one of {', '.join(allowed)}, got {value!r}"
+                f"{state_from}: pav_gpu_state.{key} must be one of {', '.join(allowed)}, got {value!r}"
             )
         state[key] = value
     for key, value in versions.items():
         if key not in COMPONENTS:
             known = ", ".join(COMPONENTS)
-            raise PavError(f"{source}: pav_expected_versions has no component {key!r}; known: {known}")
+            raise PavError(f"{pins_from}: pav_expected_versions has no component {key!r}; known: {known}")
         if not isinstance(value, str) or not value:
-            raise PavError(f"{source}: pav_expected_versions.{key} must be a version string, got {value!r}")
+            raise PavError(
+                f"{pins_from}: pav_expected_versions.{key} must be a version string, got {value!r}"
+            )
     pins = {k: str(v) for k, v in versions.items()}
-    return NodePolicy(state, pins, declared_from(declared or {}, source))
+    return NodePolicy(state, pins, declared_from(declared or {}, where("pav_declared_hardware")))
 
 
 def recorded_policy(record: Mapping[str, Any] | None) -> NodePolicy:
