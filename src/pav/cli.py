@@ -507,7 +507,9 @@ SUBCOMMANDS = {
     "judge": Subcommand(
         "Judge a recorded run (its dir or results.json) again by this release's gates: profile, derived, "
         "gpu_health, scaling; a test its gates did not decide keeps its recorded outcome.",
-        "exit: 0 PASS, 1 FAIL (or the run could not finish), 2 bad input; JSON: docs/thresholds.md",
+        "exit: 0 PASS, 1 FAIL (or the run could not finish), 2 NOTHING RUN (every test skipped) or bad "
+        "input; "
+        "JSON: docs/thresholds.md",
     ),
 }
 

@@ -11,7 +11,7 @@ from pav.context import RunContext
 from pav.errors import Interrupted, PavError
 from pav.marking import flow as marking
 from pav.platform import Platform, StageFn, hosts_platform, k8s_platform
-from pav.results import NOTHING_RUN, utc_now
+from pav.results import exit_of, utc_now
 from pav.stages import report, scrub, teardown
 
 # Stages a signal stops; collect, report and teardown still run after it.
@@ -111,7 +111,7 @@ def wrap_up(ctx: RunContext, error: PavError | None, steps: list[tuple[str, Stag
 def exit_code(ctx: RunContext, error: PavError | None) -> int:
     if error is not None:
         return error.exit_code
-    return {"PASS": 0, "NONE": 0, NOTHING_RUN: 2}.get(ctx.results.verdict, 1)
+    return exit_of(ctx.results.verdict)
 
 
 def _save_traceback(ctx: RunContext) -> None:

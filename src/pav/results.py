@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pav import __version__
+from pav.hostlist import compress
 
 SCHEMA_VERSION = "1.4"
 
@@ -19,6 +20,14 @@ StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
 # GPU tests, too few hosts): no verdict on the hardware, and not a FAIL with no bad part to name (issue 48).
 Verdict = Literal["PASS", "FAIL", "ERROR", "NONE", "NOTHING RUN"]
 NOTHING_RUN = "NOTHING RUN"
+# The exit code of a verdict, for a run and for `judge` of its record alike (an ERROR's own error may say
+# otherwise: a run's PavError carries its code).
+VERDICT_EXITS: dict[str, int] = {"PASS": 0, "NONE": 0, NOTHING_RUN: 2}
+
+
+def exit_of(verdict: str) -> int:
+    """0 PASS (or no validate asked for), 2 NOTHING RUN (nothing measured: could not run), else 1."""
+    return VERDICT_EXITS.get(verdict, 1)
 
 
 def utc_now() -> str:
@@ -159,3 +168,20 @@ def verdict_of(tests: list[TestResult]) -> Verdict:
     if counts["fail"] or counts["error"] or counts["interrupted"]:
         return "FAIL"
     return "PASS" if counts["pass"] else "NOTHING RUN"
+
+
+def why_nothing_ran(tests: list[TestResult]) -> str:
+    """Why a run ran nothing (NOTHING RUN), as summary.txt, report.html and `judge` say it: each skip reason
+    once, with the tests it skipped (`no GPU (sdc_check, gpu_burn on box)`)."""
+    by_reason: dict[str, dict[str, list[str]]] = {}
+    for test in tests:
+        if test.status == "skipped":
+            by_hosts = by_reason.setdefault(test.reason or "no reason recorded", {})
+            by_hosts.setdefault(compress(test.hosts), []).append(test.name)
+    if not by_reason:
+        return "no test was planned"
+    said = []
+    for reason, by_hosts in by_reason.items():
+        skipped = "; ".join(", ".join(names) + f" on {hosts}" for hosts, names in by_hosts.items())
+        said.append(f"{reason} ({skipped})")
+    return "every planned test was skipped: " + "; ".join(said)
