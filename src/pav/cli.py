@@ -378,9 +378,10 @@ def run(argv: list[str]) -> int:
         refuse_lost_state(ctx)
     if note := recorded_state_note(ctx):
         print(note, flush=True)
+    # A run checks where its end writes as its dry run does: found at the end, hours on, it was only a line.
+    plan.check_exports(ctx)
     platform = pipeline.platform_for(ctx)
     if ctx.options.dry_run:
-        plan.check_exports(ctx)
         return platform.dry_run(ctx)
     # What the driver removes after its playbooks, the reaper removes if the driver dies first; and it scrubs
     # the run dir, as the driver's end would have.
