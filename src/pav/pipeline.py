@@ -128,7 +128,9 @@ def _stage(ctx: RunContext, name: str, fn: StageFn) -> None:
     if name in RUN_STAGES:
         interrupts.raise_if_requested()
     record = ctx.results.stage(name)
-    record.started, record.status = utc_now(), "failed"
+    record.started, record.ended, record.status = utc_now(), None, "running"
+    ctx.results.stage_in_progress = name
+    report.write_partial(ctx)  # a driver killed in this stage leaves a record that names it
     try:
         record.detail = fn(ctx)
         record.status = "ok"
@@ -145,5 +147,8 @@ def _stage(ctx: RunContext, name: str, fn: StageFn) -> None:
         record.detail = str(exc)
         raise
     finally:
+        if record.status == "running":  # what no handler above took: a bug, or a BaseException
+            record.status = "failed"
         record.ended = utc_now()
+        ctx.results.stage_in_progress = ""
         report.write_partial(ctx)

@@ -12,10 +12,12 @@ from typing import Any, Literal
 from pav import __version__
 from pav.hostlist import compress
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 TestStatus = Literal["pass", "fail", "skipped", "error", "interrupted"]  # interrupted: a signal cut it short
-StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
+# running: on disk only while the stage runs (a record the driver never finished); killed: the reaper found
+# the driver dead during it.
+StageStatus = Literal["ok", "failed", "skipped", "interrupted", "running", "killed"]
 # NONE: the stages run did not include validate. NOTHING RUN: every test it planned was skipped (no GPU for
 # GPU tests, too few hosts): no verdict on the hardware, and not a FAIL with no bad part to name (issue 48).
 Verdict = Literal["PASS", "FAIL", "ERROR", "NONE", "NOTHING RUN"]
@@ -111,6 +113,9 @@ class RunResults:
     tests: list[TestResult] = field(default_factory=list)
     verdict: Verdict = "ERROR"
     error: str = ""
+    # The stage that has started and not ended, written at its start: a driver killed (SIGKILL, power loss)
+    # leaves a record naming the stage it died in. "" between stages and once the run ended.
+    stage_in_progress: str = ""
     state_dir: str = ""  # Terraform state of a provisioning env
     destroyed: list[str] = field(default_factory=list)  # resources teardown destroyed
     cross_check: list[dict[str, Any]] = field(default_factory=list)  # payload vs nccl-tests busbw per op/size
@@ -185,3 +190,21 @@ def why_nothing_ran(tests: list[TestResult]) -> str:
         skipped = "; ".join(", ".join(names) + f" on {hosts}" for hosts, names in by_hosts.items())
         said.append(f"{reason} ({skipped})")
     return "every planned test was skipped: " + "; ".join(said)
+
+
+def stopped_in(record: dict[str, Any]) -> str:
+    """A recorded run the driver never finished: the stage it stopped in and when that stage started, as
+    one line; "" for a run that ended, or one whose record names no stage in progress (before issue 64)."""
+    stage = record.get("stage_in_progress")
+    if not isinstance(stage, str) or not stage:
+        return ""
+    started = next(
+        (
+            s.get("started")
+            for s in record.get("stages") or []
+            if isinstance(s, dict) and s.get("name") == stage
+        ),
+        None,
+    )
+    since = f" (started {started})" if started else ""
+    return f"the run stopped in stage {stage}{since}: its driver was killed, or it is still running"

@@ -217,6 +217,32 @@ def test_a_nothing_run_record_exits_as_the_run_did_and_says_why(tmp_path: Path) 
     assert as_json.rc == 2 and json.loads(as_json.stdout)["nothing_run"] == why
 
 
+def test_a_record_whose_driver_died_names_the_stage_it_died_in(tmp_path: Path) -> None:
+    """Issue 64: a driver killed mid-run (SIGKILL, power loss: no reaper to record it) left a record of the
+    stages it finished and nothing of the one it died in. Each stage is on disk as it starts."""
+    run_dir = nothing_run_record(tmp_path / "run")
+    data = json.loads((run_dir / "results.json").read_text())
+    started = "2026-11-29T08:00:00Z"
+    data |= {"verdict": "ERROR", "tests": [], "stage_in_progress": "validate"}
+    data["stages"] = [{"name": "validate", "status": "running", "started": started}]
+    (run_dir / "results.json").write_text(json.dumps(data))
+    run = run_cli_here("judge", str(run_dir))
+    assert run.rc == 1, run.stdout + run.stderr
+    how = "its driver was killed, or it is still running"
+    assert (
+        f"the run could not finish: the run stopped in stage validate (started {started}): {how}"
+        in run.stdout
+    )
+    data["stages"] = [{"name": "configure", "status": "running", "started": started}]
+    data["stage_in_progress"] = "configure"
+    (run_dir / "results.json").write_text(json.dumps(data))
+    assert_one_line_error(
+        run_cli_here("judge", str(run_dir)),
+        "holds no test results to judge (the run did not validate: the run stopped in stage configure "
+        f"(started {started}): {how})",
+    )
+
+
 def test_another_profile_judges_the_measurements_and_keeps_what_gates_did_not_decide(tmp_path: Path) -> None:
     """--profile gpu-correctness, chosen, sets no bandwidth gate and turns the derived gates off: the slow
     GPU and the slow fabric pass; the rank's wrong result, the timeout and the wrong elements still fail."""

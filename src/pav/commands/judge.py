@@ -31,6 +31,7 @@ from pav.results import (
     TestResult,
     count_statuses,
     exit_of,
+    stopped_in,
     verdict_of,
     why_nothing_ran,
 )
@@ -171,11 +172,13 @@ def rejudge(path: Path, profile: str | None = None) -> Rejudgement:
     as_chosen = str(data.get("threshold_profile_chosen") or "")
     chosen, resolved = _profile(file, profile, recorded, as_chosen, gates if isinstance(gates, dict) else {})
     validated = "validate" in stages if stages else bool(tests)
+    # A driver killed mid-run (SIGKILL, power loss) left a record naming the stage it was in (issue 64).
+    error = str(data.get("error") or "") or stopped_in(data)
     if not tests and not validated:
-        raise PavError(f"{file} holds no test results to judge (the run did not validate)")
+        why = f": {error}" if error else ""
+        raise PavError(f"{file} holds no test results to judge (the run did not validate{why})")
     judge = Judge.make(chosen, hosts, resolved, policy=recorded_policy(data.get("node_policy")))
     judged = judge.rejudge(tests, run_dir, validated)
-    error = str(data.get("error") or "")
     results = [r.test for r in judged]
     return Rejudgement(
         file, str(data.get("run_id") or ""), judge.profile.name, recorded, str(data.get("verdict") or ""),
