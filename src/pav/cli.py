@@ -37,7 +37,7 @@ EXIT_HELP = (
     "130/143 interrupted (SIGINT/SIGTERM; teardown still ran). "
     "Other commands: provision-and-validate check-nccl LOG... (grade nccl-tests logs), "
     "provision-and-validate history --env NAME (what got worse since earlier runs), "
-    "provision-and-validate gates --results RUN/results.json (the gates its facts derive), "
+    "provision-and-validate gates RUN_DIR (the gates its facts derive and judge applies), "
     "provision-and-validate judge RUN_DIR (a recorded run judged by this release's gates); each takes --help"
 )
 
@@ -496,7 +496,8 @@ SUBCOMMANDS = {
         "exit: 0 nothing dropped, 1 a metric dropped beyond the tolerance, 2 no runs or bad input",
     ),
     "gates": Subcommand(
-        "Print the gates a results.json's host facts derive: limit, fraction, source facts.",
+        "Print the gates a recorded run's host facts derive (limit, fraction, source facts) and those judge "
+        "applies to each of its tests.",
         "exit: 0 every gate derived, 1 a fact is missing, 2 the file cannot be read",
     ),
     "preflight": Subcommand(
