@@ -286,6 +286,16 @@ def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...])
     )
 
 
+def payload_python(env: EnvSpec, options: Options) -> str:
+    """The Python that runs the payload on this machine (the local env). Without torch anywhere, a run that
+    configures or validates stops here, before any stage (and its dry run too): it failed 13 s in, in
+    configure. Stages that run no payload (a teardown) go on with the driver's own Python."""
+    chosen = torch_python.choose()
+    if chosen is None and {"configure", "validate"} & set(options.stages):
+        raise PavError(torch_python.no_torch(env.name))
+    return chosen or sys.executable
+
+
 def make_context(args: argparse.Namespace) -> RunContext:
     not_found = paths.missing()  # an install without the roles and playbooks: say where it looked
     if not_found:
@@ -335,7 +345,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
     )
     settings = load_settings(env.inventory_dir, options.extra_vars, provisions=env.provisions)
     if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:
-        options.extra_vars["torch_payload_python"] = torch_python.choose()
+        options.extra_vars["torch_payload_python"] = payload_python(env, options)
     if settings.payload_python_auto and "ansible_python_interpreter" not in options.extra_vars:
         options.extra_vars["ansible_python_interpreter"] = module_python.choose()
     if settings.payload_python_auto and "pav_remote_dir" not in settings.origins and os.geteuid() != 0:
