@@ -22,7 +22,7 @@ from pav import (
 )
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
-from pav.errors import PavError
+from pav.errors import PavError, out_of_space
 from pav.extravars import parse_extra_vars
 from pav.options import ON_FAIL
 from pav.printable import printable
@@ -398,15 +398,20 @@ def run(argv: list[str]) -> int:
     ansible = ctx.run_dir.resolve() / "ansible"
     leftovers = (str(ansible / "*" / "tmp"), str(control_dir(ansible)))
     watched = reaper.watching(ctx.results.run_id, leftovers, scrub=ctx.run_dir)
-    with rundir.prepared(ctx.run_dir), ownership.claimed(ctx), watched:
-        # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
-        ctx.results.write(ctx.run_dir / "results.json")
-        print(f"run dir: {ctx.run_dir}", flush=True)
-        try:
-            code = pipeline.execute(ctx, platform)
-        finally:
-            close_connections(ansible)  # k8s has no finish hook to remove the control folder made above
-    link_kept_run(ctx)
+    try:
+        with rundir.prepared(ctx.run_dir), ownership.claimed(ctx), watched:
+            # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
+            ctx.results.write(ctx.run_dir / "results.json")
+            print(f"run dir: {ctx.run_dir}", flush=True)
+            try:
+                code = pipeline.execute(ctx, platform)
+            finally:
+                close_connections(ansible)  # k8s has no finish hook to remove the control folder made above
+        link_kept_run(ctx)
+    except OSError as exc:  # a disk that filled mid-run is the user's disk: one line, not a traceback
+        if (full := out_of_space(exc, ctx.run_dir)) is None:
+            raise
+        raise full from None
     summary = (ctx.run_dir / "summary.txt").read_text()
     # The error line goes to stderr below, once; summary.txt keeps it for whoever reads the file.
     said = "".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: "))

@@ -4,11 +4,12 @@ tear down."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from pav import interrupts
 from pav.context import RunContext
-from pav.errors import Interrupted, PavError
+from pav.errors import Interrupted, PavError, out_of_space
 from pav.marking import flow as marking
 from pav.platform import Platform, StageFn, hosts_platform, k8s_platform
 from pav.results import exit_of, utc_now
@@ -85,6 +86,9 @@ def guarded(ctx: RunContext, body: Callable[[RunContext], None]) -> PavError | N
         ctx.results.error = str(exc)
         return exc
     except Exception as exc:
+        if (full := out_of_space(exc, ctx.run_dir)) is not None:  # the user's disk, not a bug
+            ctx.results.error = str(full)
+            return full
         _save_traceback(ctx)
         error = PavError(f"internal error: {exc!r}; see driver-error.txt in the run dir")
         ctx.results.error = str(error)
@@ -101,8 +105,10 @@ def wrap_up(ctx: RunContext, error: PavError | None, steps: list[tuple[str, Stag
             error = error or exc
             ctx.results.error = ctx.results.error or str(exc)
         except Exception as exc:  # a bug must not cost the teardown after it
-            bug = PavError(f"internal error in {name}: {exc!r}; see driver-error.txt in the run dir")
-            _save_traceback(ctx)
+            bug = out_of_space(exc, ctx.run_dir)
+            if bug is None:
+                bug = PavError(f"internal error in {name}: {exc!r}; see driver-error.txt in the run dir")
+                _save_traceback(ctx)
             error = error or bug
             ctx.results.error = ctx.results.error or str(bug)
     return error
@@ -117,7 +123,7 @@ def exit_code(ctx: RunContext, error: PavError | None) -> int:
 def _save_traceback(ctx: RunContext) -> None:
     import traceback
 
-    with (ctx.run_dir / "driver-error.txt").open("a") as out:
+    with suppress(OSError), (ctx.run_dir / "driver-error.txt").open("a") as out:
         out.write(traceback.format_exc() + "\n")
 
 

@@ -305,3 +305,24 @@ def test_nothing_run_says_why_each_test_was_skipped() -> None:
     text = summary.render(results)
     assert "nothing was run: every planned test was skipped: no GPU (sdc_check, gpu_burn on box)" in text
     assert text.rstrip().endswith("VERDICT: NOTHING RUN")
+
+
+def test_a_stage_that_finds_the_disk_full_is_the_runs_error_not_a_bug(
+    ctx: RunContext, tmp_path: Path
+) -> None:
+    """Issue 64: ENOSPC in a stage was `internal error: OSError(28, ...)`, with a traceback file: the user's
+    disk read as the tool's bug. The file's folder is named where the error names one."""
+    import errno
+
+    rec = Recorder(tmp_path)
+
+    def full(c: RunContext) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "hosts" / "h0" / "x.json"))
+
+    rec.doing["validate"] = full
+    assert pipeline.execute(ctx, rec.platform()) == 2
+    assert ctx.results.error == (
+        f"run dir {tmp_path}: its disk is full (No space left on device); free space or pass --run-dir "
+        "elsewhere; what the run wrote before stays in it"
+    )
+    assert stages(ctx)["teardown"] == "ok" and not (tmp_path / "driver-error.txt").exists()
