@@ -22,7 +22,7 @@ from pav import (
 )
 from pav.context import STAGES, Options, RunContext
 from pav.envs import EnvSpec, custom_env, resolve_env
-from pav.errors import PavError
+from pav.errors import PavError, out_of_space
 from pav.extravars import parse_extra_vars
 from pav.options import ON_FAIL
 from pav.printable import printable
@@ -282,6 +282,16 @@ def own_run_dir(args: argparse.Namespace, env: EnvSpec, stages: tuple[str, ...])
     )
 
 
+def payload_python(env: EnvSpec, options: Options) -> str:
+    """The Python that runs the payload on this machine (the local env). Without torch anywhere, a run that
+    configures or validates stops here, before any stage (and its dry run too): it failed 13 s in, in
+    configure. Stages that run no payload (a teardown) go on with the driver's own Python."""
+    chosen = torch_python.choose()
+    if chosen is None and {"configure", "validate"} & set(options.stages):
+        raise PavError(torch_python.no_torch(env.name))
+    return chosen or sys.executable
+
+
 def make_context(args: argparse.Namespace) -> RunContext:
     not_found = paths.missing()  # an install without the roles and playbooks: say where it looked
     if not_found:
@@ -333,7 +343,7 @@ def make_context(args: argparse.Namespace) -> RunContext:
         env.inventory_dir, options.extra_vars, provisions=env.provisions, hosts_file=env.hosts_file
     )
     if settings.payload_python_auto and "torch_payload_python" not in options.extra_vars:
-        options.extra_vars["torch_payload_python"] = torch_python.choose()
+        options.extra_vars["torch_payload_python"] = payload_python(env, options)
     if settings.payload_python_auto and "ansible_python_interpreter" not in options.extra_vars:
         options.extra_vars["ansible_python_interpreter"] = module_python.choose()
     if settings.payload_python_auto and "pav_remote_dir" not in settings.origins and os.geteuid() != 0:
@@ -376,9 +386,10 @@ def run(argv: list[str]) -> int:
         refuse_lost_state(ctx)
     if note := recorded_state_note(ctx):
         print(note, flush=True)
+    # A run checks where its end writes as its dry run does: found at the end, hours on, it was only a line.
+    plan.check_exports(ctx)
     platform = pipeline.platform_for(ctx)
     if ctx.options.dry_run:
-        plan.check_exports(ctx)
         return platform.dry_run(ctx)
     if platform.check is not None:  # bad input stops here, as in the dry run: no run dir is made for it
         platform.check(ctx)
@@ -387,15 +398,20 @@ def run(argv: list[str]) -> int:
     ansible = ctx.run_dir.resolve() / "ansible"
     leftovers = (str(ansible / "*" / "tmp"), str(control_dir(ansible)))
     watched = reaper.watching(ctx.results.run_id, leftovers, scrub=ctx.run_dir)
-    with rundir.prepared(ctx.run_dir), ownership.claimed(ctx), watched:
-        # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
-        ctx.results.write(ctx.run_dir / "results.json")
-        print(f"run dir: {ctx.run_dir}", flush=True)
-        try:
-            code = pipeline.execute(ctx, platform)
-        finally:
-            close_connections(ansible)  # k8s has no finish hook to remove the control folder made above
-    link_kept_run(ctx)
+    try:
+        with rundir.prepared(ctx.run_dir), ownership.claimed(ctx), watched:
+            # From the start: a driver killed before its first stage ends still leaves its record (ERROR).
+            ctx.results.write(ctx.run_dir / "results.json")
+            print(f"run dir: {ctx.run_dir}", flush=True)
+            try:
+                code = pipeline.execute(ctx, platform)
+            finally:
+                close_connections(ansible)  # k8s has no finish hook to remove the control folder made above
+        link_kept_run(ctx)
+    except OSError as exc:  # a disk that filled mid-run is the user's disk: one line, not a traceback
+        if (full := out_of_space(exc, ctx.run_dir)) is None:
+            raise
+        raise full from None
     summary = (ctx.run_dir / "summary.txt").read_text()
     # The error line goes to stderr below, once; summary.txt keeps it for whoever reads the file.
     said = "".join(ln for ln in summary.splitlines(keepends=True) if not ln.startswith("error: "))
@@ -498,9 +514,10 @@ SUBCOMMANDS = {
         "--env NAME (what got worse since earlier runs)",
     ),
     "gates": Subcommand(
-        "Print the gates a results.json's host facts derive: limit, fraction, source facts.",
+        "Print the gates a recorded run's host facts derive (limit, fraction, source facts) and those judge "
+        "applies to each of its tests.",
         "exit: 0 every gate derived, 1 a fact is missing, 2 the file cannot be read",
-        "--results RUN/results.json (the gates its facts derive)",
+        "RUN_DIR (the gates its facts derive and judge applies)",
     ),
     "preflight": Subcommand(
         "Check this node's state in about a second, no test: GPUs another process holds, and what gpu_health "
@@ -512,7 +529,8 @@ SUBCOMMANDS = {
     "judge": Subcommand(
         "Judge a recorded run (its dir or results.json) again by this release's gates: profile, derived, "
         "gpu_health, scaling; a test its gates did not decide keeps its recorded outcome.",
-        "exit: 0 PASS, 1 FAIL (or the run could not finish), 2 bad input; JSON: docs/thresholds.md",
+        "exit: 0 PASS, 1 FAIL (or the run could not finish), 2 NOTHING RUN (every test skipped) or bad "
+        "input; JSON: docs/thresholds.md",
         "RUN_DIR (a recorded run judged by this release's gates)",
     ),
 }

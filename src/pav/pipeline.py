@@ -4,14 +4,15 @@ tear down."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from pav import interrupts
 from pav.context import RunContext
-from pav.errors import Interrupted, PavError
+from pav.errors import Interrupted, PavError, out_of_space
 from pav.marking import flow as marking
 from pav.platform import Platform, StageFn, hosts_platform, k8s_platform
-from pav.results import NOTHING_RUN, utc_now
+from pav.results import exit_of, utc_now
 from pav.stages import report, scrub, teardown
 
 # Stages a signal stops; collect, report and teardown still run after it.
@@ -85,6 +86,9 @@ def guarded(ctx: RunContext, body: Callable[[RunContext], None]) -> PavError | N
         ctx.results.error = str(exc)
         return exc
     except Exception as exc:
+        if (full := out_of_space(exc, ctx.run_dir)) is not None:  # the user's disk, not a bug
+            ctx.results.error = str(full)
+            return full
         _save_traceback(ctx)
         error = PavError(f"internal error: {exc!r}; see driver-error.txt in the run dir")
         ctx.results.error = str(error)
@@ -101,8 +105,10 @@ def wrap_up(ctx: RunContext, error: PavError | None, steps: list[tuple[str, Stag
             error = error or exc
             ctx.results.error = ctx.results.error or str(exc)
         except Exception as exc:  # a bug must not cost the teardown after it
-            bug = PavError(f"internal error in {name}: {exc!r}; see driver-error.txt in the run dir")
-            _save_traceback(ctx)
+            bug = out_of_space(exc, ctx.run_dir)
+            if bug is None:
+                bug = PavError(f"internal error in {name}: {exc!r}; see driver-error.txt in the run dir")
+                _save_traceback(ctx)
             error = error or bug
             ctx.results.error = ctx.results.error or str(bug)
     return error
@@ -111,13 +117,13 @@ def wrap_up(ctx: RunContext, error: PavError | None, steps: list[tuple[str, Stag
 def exit_code(ctx: RunContext, error: PavError | None) -> int:
     if error is not None:
         return error.exit_code
-    return {"PASS": 0, "NONE": 0, NOTHING_RUN: 2}.get(ctx.results.verdict, 1)
+    return exit_of(ctx.results.verdict)
 
 
 def _save_traceback(ctx: RunContext) -> None:
     import traceback
 
-    with (ctx.run_dir / "driver-error.txt").open("a") as out:
+    with suppress(OSError), (ctx.run_dir / "driver-error.txt").open("a") as out:
         out.write(traceback.format_exc() + "\n")
 
 
@@ -128,7 +134,9 @@ def _stage(ctx: RunContext, name: str, fn: StageFn) -> None:
     if name in RUN_STAGES:
         interrupts.raise_if_requested()
     record = ctx.results.stage(name)
-    record.started, record.status = utc_now(), "failed"
+    record.started, record.ended, record.status = utc_now(), None, "running"
+    ctx.results.stage_in_progress = name
+    report.write_partial(ctx)  # a driver killed in this stage leaves a record that names it
     try:
         record.detail = fn(ctx)
         record.status = "ok"
@@ -145,5 +153,8 @@ def _stage(ctx: RunContext, name: str, fn: StageFn) -> None:
         record.detail = str(exc)
         raise
     finally:
+        if record.status == "running":  # what no handler above took: a bug, or a BaseException
+            record.status = "failed"
         record.ended = utc_now()
+        ctx.results.stage_in_progress = ""
         report.write_partial(ctx)

@@ -55,8 +55,9 @@ RECHECK = {
 
 
 def check_exports(ctx: RunContext) -> None:
-    """--dry-run: what the run's end would need beyond the run dir, checked now (a failed export is only a
-    summary line at the run's end, hours on); a folder the textfile cannot go to stops the dry run."""
+    """What the run's end would need beyond the run dir, checked before the run starts, as by --dry-run (a
+    failed export is only a summary line at the run's end, hours on): a folder the textfile cannot go to
+    stops the run, or the dry run, before any run dir is made."""
     textfile = ctx.options.metrics_textfile
     if textfile is not None and (problem := metrics_export.textfile_dir_problem(textfile)):
         raise PavError(problem)

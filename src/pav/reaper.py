@@ -94,21 +94,30 @@ KILLED = (
 
 
 def record_killed(run_dir: Path) -> None:
-    """The run's record says it was killed, and when (issue 48: it said ERROR with an empty error and no end):
-    written beside it and renamed over it, never half-written."""
+    """The run's record says it was killed, in which stage, and when (issue 48: it said ERROR with an empty
+    error and no end; issue 64: and not where): written beside it and renamed over it, never half-written,
+    readable as the run left it (0644 under the usual umask; mkstemp's 0600 made it the one file of the run
+    dir others could not read, for no secret: the scrub before this took them out)."""
     path = run_dir / "results.json"
     try:
         record = json.loads(path.read_text())
+        mode = path.stat().st_mode & 0o7777
     except (OSError, ValueError):
         return
     if not isinstance(record, dict) or record.get("ended"):
         return  # it finished (its end was recorded), or it is not a run's record
-    record["error"] = record.get("error") or KILLED
+    stage = record.get("stage_in_progress")
+    for entry in record.get("stages") or []:
+        if isinstance(entry, dict) and entry.get("name") == stage and entry.get("status") == "running":
+            entry["status"] = "killed"
+    where = f" during stage {stage}" if isinstance(stage, str) and stage else ""
+    record["error"] = record.get("error") or KILLED.replace("killed:", f"killed{where}:", 1)
     record["ended"] = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     record["verdict"] = "ERROR"
     fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=".results.json.")
     with os.fdopen(fd, "w") as out:
         json.dump(record, out, indent=2)
+    os.chmod(tmp, mode)
     os.replace(tmp, path)
 
 

@@ -10,15 +10,26 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pav import __version__
+from pav.hostlist import compress
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 TestStatus = Literal["pass", "fail", "skipped", "error", "interrupted"]  # interrupted: a signal cut it short
-StageStatus = Literal["ok", "failed", "skipped", "interrupted"]
+# running: on disk only while the stage runs (a record the driver never finished); killed: the reaper found
+# the driver dead during it.
+StageStatus = Literal["ok", "failed", "skipped", "interrupted", "running", "killed"]
 # NONE: the stages run did not include validate. NOTHING RUN: every test it planned was skipped (no GPU for
 # GPU tests, too few hosts): no verdict on the hardware, and not a FAIL with no bad part to name (issue 48).
 Verdict = Literal["PASS", "FAIL", "ERROR", "NONE", "NOTHING RUN"]
 NOTHING_RUN = "NOTHING RUN"
+# The exit code of a verdict, for a run and for `judge` of its record alike (an ERROR's own error may say
+# otherwise: a run's PavError carries its code).
+VERDICT_EXITS: dict[str, int] = {"PASS": 0, "NONE": 0, NOTHING_RUN: 2}
+
+
+def exit_of(verdict: str) -> int:
+    """0 PASS (or no validate asked for), 2 NOTHING RUN (nothing measured: could not run), else 1."""
+    return VERDICT_EXITS.get(verdict, 1)
 
 
 def utc_now() -> str:
@@ -102,6 +113,9 @@ class RunResults:
     tests: list[TestResult] = field(default_factory=list)
     verdict: Verdict = "ERROR"
     error: str = ""
+    # The stage that has started and not ended, written at its start: a driver killed (SIGKILL, power loss)
+    # leaves a record naming the stage it died in. "" between stages and once the run ended.
+    stage_in_progress: str = ""
     state_dir: str = ""  # Terraform state of a provisioning env
     destroyed: list[str] = field(default_factory=list)  # resources teardown destroyed
     cross_check: list[dict[str, Any]] = field(default_factory=list)  # payload vs nccl-tests busbw per op/size
@@ -159,3 +173,38 @@ def verdict_of(tests: list[TestResult]) -> Verdict:
     if counts["fail"] or counts["error"] or counts["interrupted"]:
         return "FAIL"
     return "PASS" if counts["pass"] else "NOTHING RUN"
+
+
+def why_nothing_ran(tests: list[TestResult]) -> str:
+    """Why a run ran nothing (NOTHING RUN), as summary.txt, report.html and `judge` say it: each skip reason
+    once, with the tests it skipped (`no GPU (sdc_check, gpu_burn on box)`)."""
+    by_reason: dict[str, dict[str, list[str]]] = {}
+    for test in tests:
+        if test.status == "skipped":
+            by_hosts = by_reason.setdefault(test.reason or "no reason recorded", {})
+            by_hosts.setdefault(compress(test.hosts), []).append(test.name)
+    if not by_reason:
+        return "no test was planned"
+    said = []
+    for reason, by_hosts in by_reason.items():
+        skipped = "; ".join(", ".join(names) + f" on {hosts}" for hosts, names in by_hosts.items())
+        said.append(f"{reason} ({skipped})")
+    return "every planned test was skipped: " + "; ".join(said)
+
+
+def stopped_in(record: dict[str, Any]) -> str:
+    """A recorded run the driver never finished: the stage it stopped in and when that stage started, as
+    one line; "" for a run that ended, or one whose record names no stage in progress (before issue 64)."""
+    stage = record.get("stage_in_progress")
+    if not isinstance(stage, str) or not stage:
+        return ""
+    started = next(
+        (
+            s.get("started")
+            for s in record.get("stages") or []
+            if isinstance(s, dict) and s.get("name") == stage
+        ),
+        None,
+    )
+    since = f" (started {started})" if started else ""
+    return f"the run stopped in stage {stage}{since}: its driver was killed, or it is still running"

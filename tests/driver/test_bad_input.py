@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -233,3 +234,32 @@ def test_bad_input_stops_a_real_run_before_its_run_dir_as_the_dry_run(tmp_path: 
     assert run.stderr == dry.stderr and len(run.stderr.splitlines()) == 1, run.stderr
     assert (run.rc, run.stdout) == (dry.rc, dry.stdout) == (2, "")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("code", "said"), [(errno.ENOSPC, "its disk is full"), (errno.EDQUOT, "its disk quota")]
+)
+def test_a_disk_that_fills_during_the_run_is_one_line_not_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, said: str
+) -> None:
+    """Issue 64: a results disk that filled mid-run ended `error: internal error: OSError(28, 'No space left
+    on device')`, the user's disk read as the tool's bug (or a traceback, where the last write hit it). Every
+    write of results.json after the run's first finds the disk full here; what was written stays."""
+    from pav.results import RunResults
+
+    real, written = RunResults.write, []
+
+    def fills_up(self: RunResults, path: Path) -> None:
+        if written:
+            raise OSError(code, os.strerror(code))
+        written.append(path)
+        real(self, path)
+
+    monkeypatch.setattr(RunResults, "write", fills_up)
+    run_dir = tmp_path / "run"
+    run = run_cli_here("--stages", "report", "--run-dir", str(run_dir))
+    assert_one_line_error(
+        run, f"run dir {run_dir}: {said}", f"({os.strerror(code)}); free space or pass --run-dir elsewhere"
+    )
+    assert "internal error" not in run.stderr + run.stdout
+    assert (run_dir / "results.json").is_file()  # the partial record stays

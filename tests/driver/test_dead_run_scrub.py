@@ -35,8 +35,16 @@ def killed_run_dir(run_dir: Path) -> dict[str, str]:
     (artifacts / "job_events").mkdir(parents=True)
     (run_dir / "inventory").mkdir()
     (run_dir / "inventory" / "hosts.yml").write_text("all:\n  hosts:\n    localhost:\n")
-    record = json.dumps({"run_id": "r-killed", "verdict": "ERROR", "stages": [{"name": "configure"}]})
+    # Killed in validate: the record names it, written as the stage began (issue 64).
+    stages = [
+        {"name": "configure", "status": "ok"},
+        {"name": "validate", "status": "running", "started": "T"},
+    ]
+    record = json.dumps(
+        {"run_id": "r-killed", "verdict": "ERROR", "stages": stages, "stage_in_progress": "validate"}
+    )
     (run_dir / "results.json").write_text(record)
+    (run_dir / "results.json").chmod(0o644)
     # ansible-runner's inputs, as it writes them without suppress_env_files.
     (playbook / "env" / "envvars").write_text(f"NEBIUS_IAM_TOKEN: {TOKEN}\nANSIBLE_FORCE_COLOR: 'false'\n")
     (playbook / "env" / "extravars").write_text(json.dumps({"pav_run_id": "r-killed"}))
@@ -98,8 +106,15 @@ def test_the_reaper_of_a_killed_driver_scrubs_its_run_dir(tmp_path: Path) -> Non
     assert command["env"] == {"NEBIUS_IAM_TOKEN": REDACTED, "PATH": "/usr/bin"}
     # The run's record as the driver left it, saying now that it was killed, and when (issue 48).
     found = json.loads((run_dir / "results.json").read_text())
-    assert found["error"].startswith("killed: the driver ended without finishing") and found["ended"]
-    assert {k: v for k, v in found.items() if k not in ("error", "ended")} == json.loads(record)
+    assert found["error"].startswith("killed during stage validate: the driver ended without finishing")
+    assert found["ended"]
+    assert {s["name"]: s["status"] for s in found["stages"]} == {"configure": "ok", "validate": "killed"}
+    kept = ("error", "ended", "stages")
+    assert {k: v for k, v in found.items() if k not in kept} == {
+        k: v for k, v in json.loads(record).items() if k not in kept
+    }
+    # Readable as the run's other files are (mkstemp made it 0600), with no secret in it.
+    assert (run_dir / "results.json").stat().st_mode & 0o777 == 0o644
 
 
 def test_a_dead_runs_named_secrets_go_though_their_values_are_unknown(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ and the modules' Python."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -75,8 +76,33 @@ def test_local_env_falls_back_to_python3_on_path(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(torch_python.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert torch_python.choose() == str(with_torch)
-    with_torch.write_text("#!/bin/sh\nexit 1\n")  # no torch there either: the driver's, named by configure
-    assert torch_python.choose() == sys.executable
+    with_torch.write_text("#!/bin/sh\nexit 1\n")  # no torch there either: none (the run stops, below)
+    assert torch_python.choose() is None
+
+
+def test_a_local_run_without_torch_stops_before_any_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 64: without torch a local run failed 13 s in, in configure, and its fix left out the `local`
+    extra. It stops first, in one line naming a command that installs the extra's torch, no run dir made."""
+    no_torch = tmp_path / "python3"
+    no_torch.write_text("#!/bin/sh\nexit 1\n")  # the real check's exit 1: no torch
+    no_torch.chmod(0o755)
+    monkeypatch.setattr(torch_python, "_driver_has_torch", lambda: False)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    run_dir = tmp_path / "run"
+    run = run_cli_here("--env", "local", "--run-dir", str(run_dir))
+    install = f"{sys.executable} -m pip install torch==2.13.0"  # pyproject.toml's local extra, as pinned
+    assert_one_line_error(
+        run, f"env local runs the payload on this machine and needs torch, which neither the driver's Python "
+        f"({sys.executable}) nor python3 on PATH ({no_torch}) has: install the local extra's torch into the "
+        f"driver's Python ({install}; what `pip install 'provision-and-validate[local]'` installs), or pass "
+        "-e torch_payload_python=PATH of a Python that has torch",
+    )  # fmt: skip
+    assert not run_dir.exists() and run.stdout == ""
+    assert_one_line_error(run_cli_here("--env", "local", "--dry-run"), "needs torch")  # the dry run too
+    teardown = run_cli_here("--env", "local", "--stages", "teardown", "--dry-run")  # runs no payload
+    assert teardown.rc == 0, teardown.stderr
 
 
 def test_local_env_runs_modules_with_the_system_python_when_ansible_can(tmp_path: Path) -> None:

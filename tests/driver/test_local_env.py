@@ -29,7 +29,7 @@ def test_exits_zero_with_pass(local_run: tuple[int, Path, str]) -> None:
     rc, run_dir, output = local_run
     assert rc == 0, output
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["schema_version"] == "1.4"
+    assert results["schema_version"] == "1.5"
     assert results["tool_version"] == __version__
     assert results["verdict"] == "PASS"
     # Each test that ran records what it measured with (issue 61): the ranks' parameters and a fingerprint.

@@ -171,6 +171,18 @@ def test_the_dry_run_checks_the_textfile_folder_the_run_would_write(
     )
 
 
+def test_a_run_checks_the_textfile_folder_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 64: only the dry run checked it; a real run ran to its end and wrote no metrics, one summary
+    line said so. Now the run stops first, as the dry run does, and makes no run dir."""
+    missing, run_dir = tmp_path / "no-such-dir", tmp_path / "run"
+    args = ["--stages", "report", "--run-dir", str(run_dir), "--metrics-textfile", str(missing)]
+    run = main(args, capsys)
+    assert_one_line_error(run, f"--metrics-textfile {missing} does not exist; create it (node_exporter's ")
+    assert run.stdout == "" and not run_dir.exists() and not missing.exists()
+
+
 PASSWORD = "pw-7c41d0e9a5"  # of the pushgateway's user pav; must show nowhere
 
 

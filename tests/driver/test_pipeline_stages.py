@@ -43,12 +43,16 @@ class Recorder:
         self.run_dir = run_dir
         self.calls: list[str] = []
         self.seen: dict[str, dict[str, str]] = {}
+        self.in_progress: dict[str, str] = {}  # results.json's stage_in_progress as each stage began
         self.doing: dict[str, Callable[[RunContext], None]] = {}
 
     def stage(self, name: str) -> StageFn:
         def fn(ctx: RunContext) -> str:
             self.calls.append(name)
             self.seen[name] = on_disk(self.run_dir)
+            self.in_progress[name] = json.loads((self.run_dir / "results.json").read_text())[
+                "stage_in_progress"
+            ]
             if name in self.doing:
                 self.doing[name](ctx)
             return f"{name} done"
@@ -100,13 +104,34 @@ def test_stages_run_in_order_then_report_and_teardown(ctx: RunContext, tmp_path:
 def test_results_json_is_rewritten_after_every_stage(ctx: RunContext, tmp_path: Path) -> None:
     rec = Recorder(tmp_path)
     pipeline.execute(ctx, rec.platform())
-    assert rec.seen["provision"] == {}
-    assert rec.seen["configure"] == {"provision": "ok"}
-    assert rec.seen["validate"] == {"provision": "ok", "configure": "ok"}
-    assert rec.seen["teardown"] == {"provision": "ok", "configure": "ok", "validate": "ok", "report": "ok"}
-    # Written once more after teardown: the files show its outcome too.
+    # Issue 64: each stage is on disk as it starts (a driver killed in it leaves a record naming it).
+    assert rec.seen["provision"] == {"provision": "running"}
+    assert rec.seen["configure"] == {"provision": "ok", "configure": "running"}
+    assert rec.seen["validate"] == {"provision": "ok", "configure": "ok", "validate": "running"}
+    assert rec.seen["teardown"] == {
+        "provision": "ok", "configure": "ok", "validate": "ok", "report": "ok", "teardown": "running",
+    }  # fmt: skip
+    assert [rec.in_progress[name] for name in ("provision", "validate", "teardown")] == [
+        "provision", "validate", "teardown",
+    ]  # fmt: skip
+    # Written once more after teardown: the files show its outcome too, and no stage in progress.
     assert on_disk(tmp_path)["teardown"] == "ok"
+    assert json.loads((tmp_path / "results.json").read_text())["stage_in_progress"] == ""
     assert "teardown" in (tmp_path / "summary.txt").read_text()
+
+
+def test_a_stage_that_raises_past_every_handler_is_recorded_failed(ctx: RunContext, tmp_path: Path) -> None:
+    """What no handler takes (a BaseException) leaves the stage failed, never `running`, in the record."""
+    rec = Recorder(tmp_path)
+
+    def stop(c: RunContext) -> None:
+        raise SystemExit(3)
+
+    rec.doing["configure"] = stop
+    with pytest.raises(SystemExit):
+        pipeline._stage(ctx, "configure", rec.stage("configure"))
+    assert on_disk(tmp_path) == {"configure": "failed"}
+    assert json.loads((tmp_path / "results.json").read_text())["stage_in_progress"] == ""
 
 
 def test_a_run_that_ran_nothing_is_nothing_run_exit_2(ctx: RunContext, tmp_path: Path) -> None:
@@ -278,8 +303,26 @@ def test_nothing_run_says_why_each_test_was_skipped() -> None:
     tests = [TestResult(name, ["box"], "skipped", "no GPU") for name in ("sdc_check", "gpu_burn")]
     results = RunResults("r1", "local", "hosts.yml", "/tmp/r1", tests=tests, verdict=verdict_of(tests))
     text = summary.render(results)
-    assert (
-        "nothing was run: every planned test was skipped (sdc_check on box: no GPU; gpu_burn on box: no GPU)"
-        in text
-    )
+    assert "nothing was run: every planned test was skipped: no GPU (sdc_check, gpu_burn on box)" in text
     assert text.rstrip().endswith("VERDICT: NOTHING RUN")
+
+
+def test_a_stage_that_finds_the_disk_full_is_the_runs_error_not_a_bug(
+    ctx: RunContext, tmp_path: Path
+) -> None:
+    """Issue 64: ENOSPC in a stage was `internal error: OSError(28, ...)`, with a traceback file: the user's
+    disk read as the tool's bug. The file's folder is named where the error names one."""
+    import errno
+
+    rec = Recorder(tmp_path)
+
+    def full(c: RunContext) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "hosts" / "h0" / "x.json"))
+
+    rec.doing["validate"] = full
+    assert pipeline.execute(ctx, rec.platform()) == 2
+    assert ctx.results.error == (
+        f"run dir {tmp_path}: its disk is full (No space left on device); free space or pass --run-dir "
+        "elsewhere; what the run wrote before stays in it"
+    )
+    assert stages(ctx)["teardown"] == "ok" and not (tmp_path / "driver-error.txt").exists()

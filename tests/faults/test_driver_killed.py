@@ -59,8 +59,11 @@ def test_on_an_env_that_provisions(sim_deps: None, sandbox: Sandbox) -> None:
     # Its reaper says in its record that it was killed, and when (issue 48: an empty error, no end).
     wait_for("the reaper to record the kill", lambda: bool(sandbox.results("killed").get("ended")), 60)
     results = sandbox.results("killed")
-    assert results["verdict"] == "ERROR" and results["error"].startswith("killed: the driver ended without")
-    assert {s["name"]: s["status"] for s in results["stages"]} == {"provision": "ok", "configure": "ok"}
+    assert results["verdict"] == "ERROR"
+    assert results["error"].startswith("killed during stage validate: the driver ended without")
+    # The stage it died in, as it was written when it started (issue 64).
+    stages = {s["name"]: s["status"] for s in results["stages"]}
+    assert stages == {"provision": "ok", "configure": "ok", "validate": "killed"}
     assert launch_processes(run_id)  # its launches still run on its hosts: the next run must end them
 
     # The next run that provisions names it and what it left, destroys that, then makes hosts of its own

@@ -115,3 +115,44 @@ def test_a_kept_run_whose_recorded_state_is_gone_is_refused(
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [RUN_ID]
     assert not (tmp_path / "shell-state").exists()
     assert state.exists() == (gone == "empty") and [p.name for p in kept_dir.iterdir()] == ["results.json"]
+
+
+def hint(stderr: str, after: str) -> str:
+    """The command an error line ends with, after `after`."""
+    [line] = [ln for ln in stderr.splitlines() if ln.startswith("error: ")]
+    return line.split(after, 1)[1]
+
+
+def test_historys_hint_for_an_inventory_run_runs_as_printed(tmp_path: Path) -> None:
+    """Item 3 of issue 64: a run given --inventory records env `custom`; history's hint said `--env custom`,
+    an env that does not exist. Pasted, the hint it prints now is accepted and plans that inventory's run
+    (as a dry run: the run itself would configure this machine)."""
+    from tests.report.test_history_command import nothing_run
+
+    inventory = tmp_path / "my hosts.yml"  # a space: the hint quotes it
+    inventory.write_text("all:\n  hosts:\n    localhost: {ansible_connection: local}\n")
+    root, run_id = tmp_path / "runs", "20261126T000000.000Z-custom"
+    nothing_run(root, "h100x4-healthy", run_id, "2026-11-26T00:00:00Z", env="custom")
+    record = root / run_id / "results.json"
+    record.write_text(json.dumps(json.loads(record.read_text()) | {"inventory": str(inventory)}))
+    said = run_cli_here("history", "--env", "custom", "--results-root", str(root))
+    assert said.rc == 2, said.stdout + said.stderr
+    command = hint(said.stderr, "once its tests can run there: ")
+    planned = pasted(f"{command} --dry-run", {}, tmp_path)
+    assert planned.rc == 0, planned.stdout + planned.stderr
+    assert "localhost" in planned.stdout and "error" not in planned.stderr
+
+
+@pytest.mark.slow
+def test_the_no_torch_hint_runs_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 7 of issue 64: the install a local run without torch names, pasted, installs the `local` extra's
+    torch into the driver's Python (here it is there already: pip finds it satisfied, offline)."""
+    from pav import torch_python
+
+    monkeypatch.setattr(torch_python, "choose", lambda: None)
+    said = run_cli_here("--env", "local", "--run-dir", str(tmp_path / "run"))
+    command = hint(said.stderr, "install the local extra's torch into the driver's Python (").split(";")[0]
+    assert command.startswith(f"{sys.executable} -m pip install ")
+    installed = pasted(command, {}, tmp_path)
+    assert installed.rc == 0, installed.stdout + installed.stderr
+    assert "Requirement already satisfied: torch==" in installed.stdout

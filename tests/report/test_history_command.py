@@ -97,3 +97,56 @@ def test_a_results_root_that_is_not_a_folder_is_named(
 ) -> None:
     assert run(tmp_path / "nowhere") == 2
     assert f"results root {tmp_path / 'nowhere'} is not a folder" in capsys.readouterr().err
+
+
+def nothing_run(root: Path, fixture: str, run_id: str, started: str, env: str = ENV) -> None:
+    """A run of the same machine whose every test was skipped (NOTHING RUN): it measured nothing."""
+    data = json.loads((FIXTURES / fixture / "results.json").read_text())
+    data |= {"run_id": run_id, "started": started, "env": env, "verdict": "NOTHING RUN"}
+    data["tests"] = [t | {"status": "skipped", "reason": "no GPU", "metrics": {}} for t in data["tests"]]
+    (root / run_id).mkdir(parents=True)
+    (root / run_id / "results.json").write_text(json.dumps(data))
+
+
+def test_runs_that_measured_nothing_are_left_out_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 64: a NOTHING RUN was a "previous" run of the series (and one of the last N), with no figure."""
+    healthy, busy = add_earlier(tmp_path, "h100x4-healthy"), add_run(tmp_path, "h100x4-gpu-busy")
+    skipped = f"20261126T000000.000Z-{ENV}"
+    nothing_run(tmp_path, "h100x4-healthy", skipped, "2026-11-26T00:00:00Z")  # between the two
+    assert run(tmp_path) == history.EXIT_DROP
+    out = capsys.readouterr().out
+    assert f"run {busy} vs previous {healthy} and the median of 3 run(s)" in out.splitlines()[0]
+    left_out = (
+        "left out 1 run(s) that measured nothing (NOTHING RUN, or ERROR before any test passed or failed)"
+    )
+    assert f"{left_out}: {skipped} (NOTHING RUN)" in out
+    assert run(tmp_path, as_json=True) == history.EXIT_DROP
+    as_json = json.loads(capsys.readouterr().out)
+    assert skipped not in as_json["compared_runs"] and as_json["left_out"] == [skipped]
+
+
+def test_an_inventory_env_that_measured_nothing_hints_its_inventory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run given --inventory records env `custom`: the hint was `--env custom`, an env that does not exist;
+    it is the recorded inventory, and the results root history was given."""
+    inventory = tmp_path / "my hosts.yml"
+    nothing_run(tmp_path / "runs", "h100x4-healthy", "20261126T000000.000Z-custom", "2026-11-26Z", "custom")
+    record = tmp_path / "runs" / "20261126T000000.000Z-custom" / "results.json"
+    record.write_text(json.dumps(json.loads(record.read_text()) | {"inventory": str(inventory)}))
+    assert run(tmp_path / "runs", env="custom") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"error: no run of env custom under {tmp_path / 'runs'} measured anything: left out 1"
+    )
+    assert err.rstrip().endswith(
+        f"once its tests can run there: provision-and-validate --inventory '{inventory}' "
+        f"--results-root {tmp_path / 'runs'}"
+    )
+    assert "--env custom" not in err
+    (tmp_path / "empty").mkdir()
+    assert run(tmp_path / "empty", env="custom") == 2
+    err = capsys.readouterr().err
+    assert "(a run given --inventory FILE records that env)" in err and "--env custom" not in err

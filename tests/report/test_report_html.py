@@ -187,6 +187,27 @@ def test_a_run_that_could_not_run_still_renders(tmp_path: Path) -> None:
     assert 'id="suspects"' in page and "<svg" not in page
 
 
+def test_nothing_run_has_a_styled_banner_that_says_why(tmp_path: Path) -> None:
+    """Issue 64: `NOTHING RUN` as a class was two classes, neither styled (white on white), and the page
+    never said why nothing ran: its banner has a class of its own with a colour, and the skip reasons."""
+    skipped = [
+        {"name": name, "hosts": ["box"], "status": "skipped", "reason": "no GPU"}
+        for name in ("sdc_check", "gpu_burn")
+    ]
+    page = html.render({"run_id": "r", "env": "local", "verdict": "NOTHING RUN", "tests": skipped}, tmp_path)
+    [classes] = re.findall(r'<div class="verdict ([^"]*)" id="verdict">', page)
+    assert classes == "v-nothing-run"
+    style = page.split("</style>")[0]
+    assert re.search(r"\.v-nothing-run \{ background: #[0-9a-f]{6}; \}", style)
+    assert "nothing was run:</b> every planned test was skipped: no GPU (sdc_check, gpu_burn on box)" in page
+    for verdict in ("PASS", "FAIL", "ERROR", "NONE"):  # every verdict's banner has its colour
+        page = html.render({"run_id": "r", "env": "local", "verdict": verdict, "tests": []}, tmp_path)
+        assert (
+            f".v-{verdict.lower()} {{ background: #" in page
+            and f'class="verdict v-{verdict.lower()}"' in page
+        )
+
+
 def test_a_real_gpu_run_renders(tmp_path: Path) -> None:
     """results.json of run 4 in docs/benchmarks.md (2x H200, bench-gpu), recorded as it came back."""
     results = json.loads((Path(__file__).parent / "fixtures" / "h200-2gpu-results.json").read_text())

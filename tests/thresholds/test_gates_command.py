@@ -50,5 +50,32 @@ def test_unreadable_results_is_one_error_line(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text("{not json")
     assert_one_line_error(
-        run_cli_here("gates", "--results", str(path)), str(path), "pass a run's results.json"
+        run_cli_here("gates", "--results", str(path)), str(path), "pass a run dir or its results.json"
+    )
+
+
+def test_a_run_dir_like_judge_and_json_that_says_why_a_host_has_no_gate(tmp_path: Path) -> None:
+    """Issue 64: `gates` took no run dir where `judge` does, and `--json` of a record without a GPU host
+    printed `{}` (or only `applied`): every host is named, the reason beside it."""
+    from tests.thresholds.test_judge_command import nothing_run_record
+
+    run_dir = nothing_run_record(tmp_path / "run")
+    run = run_cli_here("gates", str(run_dir))
+    assert run.rc == 0, run.stdout + run.stderr
+    assert "box: no GPU: correctness gates only (thresholds/cpu.yml)" in run.stdout
+    assert "applied by judge (profile cpu), per test:" in run.stdout  # as judge RUN_DIR judges it
+    assert run_cli_here("gates", str(run_dir / "results.json")).stdout == run.stdout
+    as_json = json.loads(run_cli_here("gates", str(run_dir), "--json").stdout)
+    assert as_json["box"] == [] and as_json["no_gpu"] == {
+        "box": "no GPU: correctness gates only (thresholds/cpu.yml)"
+    }
+    assert as_json["none_derived"] == "no host with a GPU in the record: correctness gates only"
+    assert as_json["applied"] == {"profile": "cpu", "tests": {"sdc_check on box": [], "gpu_burn on box": []}}
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"hosts": {}, "tests": []}))
+    assert json.loads(run_cli_here("gates", str(empty), "--json").stdout)["none_derived"] == (
+        "the record names no host"
+    )
+    assert_one_line_error(
+        run_cli_here("gates"), "pass one run dir or results.json (RUN_DIR, or --results FILE)"
     )

@@ -20,7 +20,7 @@ from pav.judging import explained_by_gates
 from pav.launch import Launch
 from pav.reporting import metrics, metrics_export
 from pav.reporting.exposition import render
-from pav.results import HostRecord, TestResult
+from pav.results import HostRecord, RunResults, TestResult
 from pav.stages import report
 from pav.workload import declared
 from tests.conftest import assert_one_line_error, run_cli, run_cli_here
@@ -180,8 +180,8 @@ def test_the_command_names_each_failing_reason_and_its_json(tmp_path: Path) -> N
     assert "FAIL train_gpu_single on h0 (as recorded: not decided by gates): timeout after 60s" in out
     as_json = json.loads(run_cli_here("judge", str(run_dir), "--json").stdout)
     assert set(as_json) == {
-        "file", "run_id", "profile", "recorded_profile", "verdict", "recorded_verdict", "error", "summary",
-        "tests",
+        "file", "run_id", "profile", "recorded_profile", "verdict", "recorded_verdict", "error",
+        "nothing_run", "summary", "tests",
     }  # fmt: skip
     assert (as_json["verdict"], as_json["recorded_verdict"]) == ("FAIL", "FAIL")
     assert as_json["profile"] == as_json["recorded_profile"] == "h100-sxm-8gpu"
@@ -192,6 +192,55 @@ def test_the_command_names_each_failing_reason_and_its_json(tmp_path: Path) -> N
         "judged": "recorded",
     }  # fmt: skip
     assert as_json["summary"] == {"pass": 5, "fail": 5, "skipped": 0, "error": 0, "interrupted": 0}
+
+
+def nothing_run_record(run_dir: Path) -> Path:
+    """A run on a machine without a GPU whose every test was skipped: NOTHING RUN, exit 2."""
+    tests = [TestResult(name, ["box"], "skipped", "no GPU") for name in ("sdc_check", "gpu_burn")]
+    results = RunResults("r1", "local", "hosts.yml", str(run_dir), "cpu", "auto", tests=tests)
+    results.hosts = {"box": HostRecord("box", facts={})}
+    results.stage("validate").status, results.verdict = "ok", "NOTHING RUN"
+    run_dir.mkdir()
+    results.write(run_dir / "results.json")
+    return run_dir
+
+
+def test_a_nothing_run_record_exits_as_the_run_did_and_says_why(tmp_path: Path) -> None:
+    """Issue 64: the run exited 2 (NOTHING RUN) and `judge` of its record exited 1 without saying why."""
+    run_dir = nothing_run_record(tmp_path / "run")
+    run = run_cli_here("judge", str(run_dir))
+    assert run.rc == 2, run.stdout + run.stderr
+    assert ": NOTHING RUN (recorded NOTHING RUN)" in run.stdout
+    why = "every planned test was skipped: no GPU (sdc_check, gpu_burn on box)"
+    assert f"nothing was run: {why}" in run.stdout
+    as_json = run_cli_here("judge", str(run_dir), "--json")
+    assert as_json.rc == 2 and json.loads(as_json.stdout)["nothing_run"] == why
+
+
+def test_a_record_whose_driver_died_names_the_stage_it_died_in(tmp_path: Path) -> None:
+    """Issue 64: a driver killed mid-run (SIGKILL, power loss: no reaper to record it) left a record of the
+    stages it finished and nothing of the one it died in. Each stage is on disk as it starts."""
+    run_dir = nothing_run_record(tmp_path / "run")
+    data = json.loads((run_dir / "results.json").read_text())
+    started = "2026-11-29T08:00:00Z"
+    data |= {"verdict": "ERROR", "tests": [], "stage_in_progress": "validate"}
+    data["stages"] = [{"name": "validate", "status": "running", "started": started}]
+    (run_dir / "results.json").write_text(json.dumps(data))
+    run = run_cli_here("judge", str(run_dir))
+    assert run.rc == 1, run.stdout + run.stderr
+    how = "its driver was killed, or it is still running"
+    assert (
+        f"the run could not finish: the run stopped in stage validate (started {started}): {how}"
+        in run.stdout
+    )
+    data["stages"] = [{"name": "configure", "status": "running", "started": started}]
+    data["stage_in_progress"] = "configure"
+    (run_dir / "results.json").write_text(json.dumps(data))
+    assert_one_line_error(
+        run_cli_here("judge", str(run_dir)),
+        "holds no test results to judge (the run did not validate: the run stopped in stage configure "
+        f"(started {started}): {how})",
+    )
 
 
 def test_another_profile_judges_the_measurements_and_keeps_what_gates_did_not_decide(tmp_path: Path) -> None:

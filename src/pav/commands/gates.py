@@ -1,5 +1,6 @@
-"""gates --results RUN/results.json [--json]: the gates that file's host facts derive, host by host, then
-every gate `judge` applies to each recorded test.
+"""gates RUN_DIR|results.json [--json] (or --results FILE): the gates the record's host facts derive, host by
+host, then every gate `judge` applies to each recorded test (given the run dir, judged as `judge RUN_DIR`
+judges it: from its raw host results too).
 
 Each derived gate with its limit, fraction and the facts it came from, or the fact that is missing. Works on
 a results.json of any release: what its facts allow is derived, the rest is named as missing. The applied
@@ -30,35 +31,71 @@ from pav.thresholds.derive import (
 from pav.thresholds.hardware import HostHardware, read_hardware
 
 EXIT_ALL, EXIT_MISSING, EXIT_UNREADABLE = 0, 1, 2
+NO_GPU = "no GPU: correctness gates only (thresholds/cpu.yml)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--results", required=True, type=Path, metavar="FILE", help="a run's results.json")
-    parser.add_argument("--json", action="store_true", help="print one JSON object: host -> gates, missing")
+    parser.add_argument(
+        "run", nargs="?", type=Path, metavar="RUN_DIR|results.json",
+        help="a run dir (the gates judge RUN_DIR applies, its raw host results read too) or a results.json",
+    )  # fmt: skip
+    parser.add_argument(
+        "--results", type=Path, metavar="FILE", help="a run's results.json (as RUN_DIR|results.json)"
+    )
+    parser.add_argument(
+        "--json", action="store_true",
+        help="print one JSON object: host -> derived gates ([] for a host without GPU, `no_gpu` says why), "
+        "`applied`",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
+    given = [p for p in (getattr(args, "run", None), args.results) if p is not None]
+    if len(given) != 1:
+        print("error: pass one run dir or results.json (RUN_DIR, or --results FILE)", file=sys.stderr)
+        return EXIT_UNREADABLE
+    path = given[0]
+    file = path / "results.json" if path.is_dir() else path
     try:
-        data = json.loads(args.results.read_text())
+        data = json.loads(file.read_text())
         hosts = data["hosts"]
         if not isinstance(hosts, dict):
             raise TypeError("'hosts' is not a mapping")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(
-            f"error: cannot read {args.results} as results.json ({exc}); pass a run's results.json",
+            f"error: cannot read {file} as results.json ({exc}); pass a run dir or its results.json",
             file=sys.stderr,
         )
         return EXIT_UNREADABLE
     hardware = [read_hardware(name, (rec or {}).get("facts") or {}) for name, rec in hosts.items()]
     table = derive_all(hardware)
-    judged = applied(args.results)
+    judged = applied(path)
     if args.json:
-        derived = {h: [_entry(d) for d in ds] for h, ds in table.items()}
-        print(json.dumps(derived | {"applied": judged}, indent=2))
+        print(json.dumps(as_json(hardware, table, judged), indent=2))
     else:
         print(render(hardware, table) + render_applied(judged), end="")
     missing = any(isinstance(d, Missing) for ds in table.values() for d in ds)
     return EXIT_MISSING if missing else EXIT_ALL
+
+
+def as_json(
+    hardware: list[HostHardware], table: dict[str, list[Derived]], judged: dict[str, Any]
+) -> dict[str, Any]:
+    """Every host of the record, its derived gates ([] where it has no GPU, `no_gpu` saying why), the
+    fabric's, `applied`; `none_derived` where no host got one: a `{}` said nothing (issue 64)."""
+    derived: dict[str, Any] = {hw.host: [] for hw in hardware}
+    derived |= {h: [_entry(d) for d in ds] for h, ds in table.items()}
+    no_gpu = {hw.host: NO_GPU for hw in hardware if not hw.gpus}
+    extra: dict[str, Any] = {"applied": judged}
+    if no_gpu:
+        extra["no_gpu"] = no_gpu
+    if not table:
+        extra["none_derived"] = (
+            "no host with a GPU in the record: correctness gates only"
+            if hardware
+            else "the record names no host"
+        )
+    return derived | extra
 
 
 def derive_all(hardware: list[HostHardware]) -> dict[str, list[Derived]]:
@@ -71,10 +108,10 @@ def derive_all(hardware: list[HostHardware]) -> dict[str, list[Derived]]:
 
 
 def render(hardware: list[HostHardware], table: dict[str, list[Derived]]) -> str:
-    lines: list[str] = []
+    lines: list[str] = [] if hardware else ["the record names no host: no gate is derived"]
     for hw in hardware:
         if not hw.gpus:
-            lines.append(f"{hw.host}: no GPU: correctness gates only (thresholds/cpu.yml)")
+            lines.append(f"{hw.host}: {NO_GPU}")
             continue
         lines.append(f"{hw.host}: {len(hw.gpus)}x {hw.model} (facts from {hw.source})")
         lines += [_line(d) for d in table[hw.host]]

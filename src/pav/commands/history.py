@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -66,23 +67,49 @@ def _run(args: argparse.Namespace) -> int:
     root = rundir.results_root(args.results_root)
     if not root.is_dir():
         raise PavError(f"results root {root} is not a folder; pass --results-root or set PAV_RESULTS_ROOT")
-    runs, skipped = history.find_runs(root, args.env)
-    for line in skipped:
+    found = history.find_runs(root, args.env)
+    for line in found.unreadable:
         print(f"warning: skipped {line}", file=sys.stderr)
-    if not runs:
-        raise PavError(
-            f"no runs of env {args.env} under {root}; run provision-and-validate --env {args.env} first"
-        )
-    runs = _of_key(runs, args.key, args.env, root)
+    if not found.runs:
+        raise PavError(no_runs(args, root, found.left_out))
+    runs = _of_key(found.runs, args.key, args.env, root)
     latest, earlier = runs[-1], runs[:-1]
-    hist = history.record(latest.data, earlier, root, args.tolerance, args.last)
+    hist = history.record(latest.data, earlier, root, args.tolerance, args.last, found.left_out)
     if args.json:
         print(json.dumps(hist, indent=2))
-    elif not hist["compared_runs"]:
+        return EXIT_DROP if hist["flagged"] else EXIT_OK
+    if not hist["compared_runs"]:
         print(f"{hist['key']}: one run ({latest.run_id}) under {root}; nothing to compare with yet")
     else:
         print(history.render(hist), end="")
+    if line := history.left_out_line(found.left_out):
+        print(line)
     return EXIT_DROP if hist["flagged"] else EXIT_OK
+
+
+def no_runs(args: argparse.Namespace, root: Path, left_out: list[history.Run]) -> str:
+    """Why there is nothing to compare, and the run that would make something: a command that runs as
+    printed for the env's record (a run given --inventory FILE records env `custom`, which no --env names)."""
+    if not left_out:
+        if args.env == "custom":
+            return (
+                f"no runs of env custom under {root} (a run given --inventory FILE records that env); run "
+                "provision-and-validate --inventory FILE first"
+            )
+        return f"no runs of env {args.env} under {root}; run {run_command(args, args.env, '')} first"
+    last = left_out[-1]
+    inventory = str(last.data.get("inventory") or "")
+    return (
+        f"no run of env {args.env} under {root} measured anything: {history.left_out_line(left_out)}; "
+        f"once its tests can run there: {run_command(args, args.env, inventory)}"
+    )
+
+
+def run_command(args: argparse.Namespace, env: str, inventory: str) -> str:
+    """The run of the env, as a shell takes it; its record goes where this command looks."""
+    where = f"--inventory {shlex.quote(inventory)}" if env == "custom" and inventory else f"--env {env}"
+    root = f" --results-root {shlex.quote(str(args.results_root))}" if args.results_root else ""
+    return f"provision-and-validate {where}{root}"
 
 
 def _of_key(runs: list[history.Run], key: str | None, env: str, root: Path) -> list[history.Run]:

@@ -5,7 +5,8 @@ it recorded them.
 Each test's measurements against today's profile gates and the gates the recorded host facts derive;
 gpu_health from the facts; scaling. A test whose outcome its gates did not decide (an error, a rank's
 failure, wrong bytes, a timeout, a failed job) keeps it as recorded (pav.judging.Judge.rejudge).
-Exit 0 PASS, 1 FAIL (or a run that could not finish), 2 bad input: one `error:` line, also for a textfile
+Exit 0 PASS, 1 FAIL (or a run that could not finish), 2 NOTHING RUN (as the run itself exited: every test
+skipped; the skip reasons are printed) or bad input: one `error:` line, also for a textfile
 that holds a newer run's metrics (without --replace-newer). A failed export is a `metrics: ... FAILED` line
 (or an `exports` entry of --json), never the exit code.
 """
@@ -24,12 +25,20 @@ from pav.errors import PavError
 from pav.hostlist import compress
 from pav.judging import Judge, Rejudged, chosen_profile
 from pav.reporting import metrics_export, pushgateway
-from pav.results import HostRecord, TestResult, count_statuses, verdict_of
+from pav.results import (
+    NOTHING_RUN,
+    HostRecord,
+    TestResult,
+    count_statuses,
+    exit_of,
+    stopped_in,
+    verdict_of,
+    why_nothing_ran,
+)
 from pav.secrets.basic_auth import BasicAuth
 from pav.thresholds.node_policy import recorded_policy
 from pav.thresholds.profiles import known_profiles, profile_path
 
-EXIT_PASS, EXIT_FAIL = 0, 1
 STATUSES = ("pass", "fail", "skipped", "error", "interrupted")
 
 
@@ -77,6 +86,13 @@ class Rejudgement:
     tests: list[Rejudged]
     gates: dict[str, Any]  # results.json's `gates`, as this release derives them
 
+    def results(self) -> list[TestResult]:
+        return [r.test for r in self.tests]
+
+    def why_nothing_ran(self) -> str:
+        """Why nothing ran, for a NOTHING RUN; "" for any other verdict."""
+        return why_nothing_ran(self.results()) if self.verdict == NOTHING_RUN else ""
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "file": str(self.file),
@@ -86,7 +102,8 @@ class Rejudgement:
             "verdict": self.verdict,
             "recorded_verdict": self.recorded_verdict,
             "error": self.error,
-            "summary": count_statuses([r.test for r in self.tests]),
+            "nothing_run": self.why_nothing_ran(),
+            "summary": count_statuses(self.results()),
             "tests": [_test_record(r) for r in self.tests],
         }
 
@@ -108,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         print(render(found), end="")
         for e in exports:
             print(f"metrics: {e.to} {e.where}{'' if e.ok else ' FAILED'}: {e.detail}")
-    return EXIT_PASS if found.verdict == "PASS" else EXIT_FAIL
+    return exit_of(found.verdict)  # as the run's own exit: 2 for NOTHING RUN
 
 
 def reexport(
@@ -155,11 +172,13 @@ def rejudge(path: Path, profile: str | None = None) -> Rejudgement:
     as_chosen = str(data.get("threshold_profile_chosen") or "")
     chosen, resolved = _profile(file, profile, recorded, as_chosen, gates if isinstance(gates, dict) else {})
     validated = "validate" in stages if stages else bool(tests)
+    # A driver killed mid-run (SIGKILL, power loss) left a record naming the stage it was in (issue 64).
+    error = str(data.get("error") or "") or stopped_in(data)
     if not tests and not validated:
-        raise PavError(f"{file} holds no test results to judge (the run did not validate)")
+        why = f": {error}" if error else ""
+        raise PavError(f"{file} holds no test results to judge (the run did not validate{why})")
     judge = Judge.make(chosen, hosts, resolved, policy=recorded_policy(data.get("node_policy")))
     judged = judge.rejudge(tests, run_dir, validated)
-    error = str(data.get("error") or "")
     results = [r.test for r in judged]
     return Rejudgement(
         file, str(data.get("run_id") or ""), judge.profile.name, recorded, str(data.get("verdict") or ""),
@@ -253,6 +272,8 @@ def render(found: Rejudgement) -> str:
     ]
     if found.error:
         lines.append(f"   the run could not finish: {found.error}")
+    if found.why_nothing_ran():
+        lines.append(f"   nothing was run: {found.why_nothing_ran()}")
     for item in found.tests:
         test, was = item.test, item.recorded
         changed = was is not None and was.status != test.status

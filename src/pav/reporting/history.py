@@ -56,21 +56,48 @@ class MetricChange:
     restarted: int = 0
 
 
-def find_runs(root: Path, env: str) -> tuple[list[Run], list[str]]:
-    """The env's runs under root, oldest first, and a line for each results.json that could not be read."""
-    runs, skipped = [], []
+@dataclass
+class Found:
+    runs: list[Run]  # the env's runs that measured something, oldest first: the comparison points
+    unreadable: list[str]  # a line for each results.json that could not be read
+    # Runs of the env that measured nothing (NOTHING RUN, or an ERROR before any test passed or failed),
+    # oldest first: no figure to compare, and counted as runs they named one as "previous" and pushed
+    # runs with figures out of the last N (issue 64).
+    left_out: list[Run]
+
+
+def find_runs(root: Path, env: str) -> Found:
+    """The env's runs under root, oldest first: those that measured something, and those left out."""
+    runs, unreadable = [], []
     for path in sorted(root.glob("*/results.json")):
         try:
             data = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            skipped.append(f"{path}: not readable JSON ({exc.__class__.__name__})")
+            unreadable.append(f"{path}: not readable JSON ({exc.__class__.__name__})")
             continue
         if isinstance(data, dict) and data.get("env") == env and data.get("tests"):
             runs.append(
                 Run(str(data.get("run_id", path.parent.name)), str(data.get("started", "")), path, data)
             )
     runs.sort(key=lambda r: (r.started, r.run_id))
-    return runs, skipped
+    return Found([r for r in runs if measured(r.data)], unreadable, [r for r in runs if not measured(r.data)])
+
+
+def measured(data: dict[str, Any]) -> bool:
+    """Whether a run measured anything: a test of it passed or failed (what metrics_of compares)."""
+    return any(isinstance(t, dict) and t.get("status") in ("pass", "fail") for t in data.get("tests") or [])
+
+
+def left_out_line(left_out: list[Run]) -> str:
+    """The note on runs left out of the comparison, or "" where none was."""
+    if not left_out:
+        return ""
+    shown = ", ".join(f"{r.run_id} ({r.data.get('verdict') or '?'})" for r in left_out[-3:])
+    more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+    return (
+        f"left out {len(left_out)} run(s) that measured nothing (NOTHING RUN, or ERROR before any test "
+        f"passed or failed): {shown}{more}"
+    )
 
 
 def direction(metric: str) -> str | None:
@@ -198,10 +225,16 @@ def same_key(latest: dict[str, Any], earlier: list[Run]) -> list[Run]:
 
 
 def record(
-    latest: dict[str, Any], earlier: list[Run], root: Path, tolerance: float, last: int
+    latest: dict[str, Any],
+    earlier: list[Run],
+    root: Path,
+    tolerance: float,
+    last: int,
+    left_out: list[Run] | None = None,
 ) -> dict[str, Any]:
     """results.json's "history": what the report stage writes and `history --json` prints. Of the earlier
-    runs, only those of latest's key count; with none, no metric is listed."""
+    runs, only those of latest's key count; with none, no metric is listed. left_out: the env's runs that
+    measured nothing, named (`left_out`), never compared."""
     earlier = same_key(latest, earlier)
     changes = compare(latest, [r.data for r in earlier], tolerance, last) if earlier else []
     return {
@@ -216,6 +249,7 @@ def record(
         "min_runs": MIN_RUNS,
         "flagged": sum(c.flagged for c in changes),
         "metrics": [asdict(c) for c in changes],
+        "left_out": [r.run_id for r in left_out or []],
     }
 
 

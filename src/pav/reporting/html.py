@@ -18,6 +18,7 @@ from markupsafe import Markup
 from pav.hostlist import compress, natural_key
 from pav.reporting import bad_parts, burn_plots, causes, gpu_grid, history, plots
 from pav.reporting.changes import tuning_line
+from pav.results import NOTHING_RUN, TestResult, why_nothing_ran
 from pav.units import size_label
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -52,9 +53,13 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
     isolation = results.get("isolation") or {}
     suspects = {s.get("host"): s for s in isolation.get("suspects") or []}
     hosts, tests, cells = matrix(results)
+    verdict = results.get("verdict", "ERROR")
     return {
         "r": results,
-        "verdict": results.get("verdict", "ERROR"),
+        "verdict": verdict,
+        # A class per verdict, no space in it: `NOTHING RUN` as a class was two, neither styled (issue 64).
+        "verdict_class": "v-" + str(verdict).lower().replace(" ", "-"),
+        "nothing_ran": nothing_ran(results) if verdict == NOTHING_RUN else "",
         "summary": _summary(results.get("tests", [])),
         "bad_parts": bad_parts.find(results),
         "suspects": list(suspects.values()),
@@ -76,6 +81,21 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "facts": [facts_row(name, h) for name, h in _natural_items(results.get("hosts") or {})],
         "timing": results.get("timing") or {},
     }
+
+
+def nothing_ran(results: dict[str, Any]) -> str:
+    """Why a NOTHING RUN run ran nothing, from its record: the skip reasons, as summary.txt gives them."""
+    tests = [
+        TestResult(
+            str(t.get("name")),
+            [str(h) for h in t.get("hosts") or []],
+            t.get("status"),
+            str(t.get("reason") or ""),
+        )
+        for t in results.get("tests") or []
+        if isinstance(t, dict)
+    ]
+    return why_nothing_ran(tests)
 
 
 def matrix(results: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple[str, str], dict[str, Any]]]:

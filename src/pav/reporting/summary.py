@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pav.hostlist import compress, describe
 from pav.reporting import bad_parts, history
 from pav.reporting.changes import still_changed, tuning_line
-from pav.results import NOTHING_RUN, RunResults, count_statuses
+from pav.results import NOTHING_RUN, RunResults, count_statuses, why_nothing_ran
 
 BAD_PARTS_HEAD = (
     "bad parts (each: its worst figure against its gate, the tests, the likely cause; reasons below):"
@@ -65,8 +65,7 @@ def render(results: RunResults) -> str:
     if results.error:
         lines.append(f"error: {results.error}")
     if results.verdict == NOTHING_RUN:
-        skipped = "; ".join(f"{t.name} on {compress(t.hosts)}: {t.reason}" for t in results.tests)
-        lines.append(f"nothing was run: every planned test was skipped ({skipped or 'none was planned'})")
+        lines.append(f"nothing was run: {why_nothing_ran(results.tests)}")
     lines += kept_lines(results)
     lines.append(f"VERDICT: {results.verdict}")
     return _fold(lines)

@@ -114,14 +114,23 @@ def compare_history(ctx: RunContext) -> dict[str, Any]:
     root = ctx.options.results_root
     if not root.is_dir():
         return {}
-    runs, _ = history.find_runs(root, ctx.results.env)
+    found = history.find_runs(root, ctx.results.env)
     here, now = ctx.run_dir.resolve(), ctx.results.started
-    earlier = [r for r in runs if r.path.parent.resolve() != here and r.run_id != ctx.results.run_id]
-    earlier = [r for r in earlier if r.started <= now]  # not a later run, when an old one is re-reported
+
+    def before(runs: list[history.Run]) -> list[history.Run]:
+        runs = [r for r in runs if r.path.parent.resolve() != here and r.run_id != ctx.results.run_id]
+        return [r for r in runs if r.started <= now]  # not a later run, when an old one is re-reported
+
+    earlier = before(found.runs)
     if not earlier:
         return {}
     return history.record(
-        ctx.results.to_dict(), earlier, root, history.DEFAULT_TOLERANCE, history.DEFAULT_LAST
+        ctx.results.to_dict(),
+        earlier,
+        root,
+        history.DEFAULT_TOLERANCE,
+        history.DEFAULT_LAST,
+        before(found.left_out),
     )
 
 
