@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -160,6 +161,16 @@ def close_connections(ansible_dir: Path) -> None:
             except (OSError, subprocess.TimeoutExpired):
                 continue
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def close_all_connections() -> None:
+    """Close every run's SSH masters this process still holds open. At exit too: a caller that never reaches
+    its run's close (an in-process test, a library user) would leave the folder in /tmp for good."""
+    for ansible_dir in list(_CONTROL_DIRS):
+        close_connections(ansible_dir)
+
+
+atexit.register(close_all_connections)
 
 
 @contextmanager

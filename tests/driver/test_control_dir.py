@@ -8,6 +8,8 @@ import configparser
 import hashlib
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,18 @@ def test_ansible_cfg_names_no_shared_control_dir() -> None:
     cfg.read(paths.ANSIBLE_CFG)
     assert cfg.get("ssh_connection", "control_path_dir", fallback=None) is None
     assert "/tmp/pav-cp" not in paths.ANSIBLE_CFG.read_text()
+
+
+def test_a_process_that_never_closes_its_run_leaves_no_control_dir(tmp_path: Path) -> None:
+    """In-process callers (the suite's own tests among them) left 400 empty pav-cp-* folders in /tmp a day."""
+    code = (
+        "import sys; from pathlib import Path; from pav import ansible_exec; "
+        "print(ansible_exec.control_dir(Path(sys.argv[1])))"
+    )
+    env = {**os.environ, "ANSIBLE_SSH_CONTROL_PATH_DIR": str(tmp_path)}
+    made = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "run" / "ansible")],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    assert made.stdout.strip().startswith(str(tmp_path / "pav-cp-"))
+    assert not Path(made.stdout.strip()).exists()
