@@ -67,7 +67,7 @@ HOST_VARS = {
 }
 # Host variables an own inventory may set for the driver (docs/isolation.md).
 OWN_HOST_VARS = {
-    "pav_rack": "the host's rack or leaf switch: isolation's pairs cross one rack uplink at most once a round",
+    "pav_rack": "the host's rack or leaf switch: isolation crosses its uplink with one pair a round",
 }
 
 
