@@ -28,11 +28,12 @@ def run_named(fixture: str) -> Any:
     return next(run for run in RUN_DIRS if run.fixture == fixture)
 
 
-def rank(r: int, world: int, host: str, spoilt: bool) -> dict[str, Any]:
+def rank(r: int, world: int, host: str, spoilt: bool, step_s: float = 0.0) -> dict[str, Any]:
     wrong = 3 if spoilt else 0
     row = {"op": "all_reduce", "size_bytes": 1024, "busbw_gbps": 0.5, "wrong": wrong}
+    metrics: dict[str, Any] = {"results": [row]} | ({"step_s": step_s} if step_s else {})
     return {"rank": r, "world_size": world, "hostname": host, "kind": "collectives", "status": "pass",
-            "reason": "", "metrics": {"results": [row]}}  # fmt: skip
+            "reason": "", "metrics": metrics}  # fmt: skip
 
 
 class Hosts:
@@ -40,11 +41,12 @@ class Hosts:
     argv names; each group's ranks write their reports into the host's results/TEST/; the archive of each
     host's results/ is fetched into the run dir (isolation's rounds collect in their own playbook)."""
 
-    def __init__(self, remote: Path) -> None:
+    def __init__(self, remote: Path, slow: str = "") -> None:
         self.remote = remote
         self.rounds: list[list[list[str]]] = []
         self.launches: list[Launch] = []
-        self.bad = BAD
+        self.bad = "" if slow else BAD
+        self.slow = slow  # its ranks time their step 10 times as long as the others' (fault_slow_host_multi)
         self.side: set[str] = set()  # a bad link between these hosts and the others: a group across fails
 
     def launch_tests(
@@ -74,8 +76,13 @@ class Hosts:
         (folder / "launcher.rc").write_text("0\n")
         for r in ranks:
             (folder / f"{test}.rank{r}.json").write_text(
-                json.dumps(rank(r, world, host, spoilt or host == self.bad))
+                json.dumps(rank(r, world, host, spoilt or host == self.bad, self.step_s(host)))
             )
+
+    def step_s(self, host: str) -> float:
+        if not self.slow:
+            return 0.0
+        return 2.0 if host == self.slow else 0.2
 
     def fetch(self, run_dir: Path, host: str) -> None:
         dest = run_dir / "hosts" / host
@@ -92,14 +99,15 @@ def _groups(launch: Launch) -> list[list[str]]:
     return list(by_endpoint.values())
 
 
-def cpu_cluster(tmp_path: Path, hosts: int, **settings: Any) -> tuple[RunContext, Hosts]:
-    """A run of TEST on CPU hosts whose collected results fail: BAD's ranks returned wrong bytes."""
+def cpu_cluster(tmp_path: Path, hosts: int, slow: str = "", **settings: Any) -> tuple[RunContext, Hosts]:
+    """A run of TEST on CPU hosts whose collected results fail: BAD's ranks returned wrong bytes, or the
+    slow host's took their step 10 times as long."""
     ctx = context(hosts, options=Options(results_root=tmp_path / "no-runs"), tests=[TEST], **settings)
     ctx.run_dir = tmp_path / "run"
     ctx.results.hosts = {h.name: HostRecord(h.name, h.address, "ok") for h in ctx.hosts}
     names = ctx.host_names
     launch = Launch(TEST, "torchrun", "cluster", 60, members=names)
-    remote = Hosts(tmp_path / "remote")
+    remote = Hosts(tmp_path / "remote", slow)
     for i, host in enumerate(names):
         launch.argv_by_host[host] = ["torchrun"]
         launch.ranks_by_host[host] = 2
@@ -166,6 +174,20 @@ def test_a_bad_link_between_two_racks_is_named_as_a_link(tmp_path: Path, monkeyp
     from pav.reporting import summary
 
     assert "  link: torch_gloo_collectives_multi passes on h[0-3] alone" in summary.render(ctx.results)
+
+
+def test_a_slow_host_is_named_by_its_own_step_time(tmp_path: Path, monkeypatch: Any) -> None:
+    """A straggler: its ranks' own step takes 10 times as long, so the test across hosts fails on the
+    per-host gate (each host against the median of the others) and so does every pair with it."""
+    ctx, remote = cpu_cluster(tmp_path, 6, slow="h3")
+    monkeypatch.setattr(validate, "launch_tests", remote.launch_tests)
+    assert isolate.run(ctx) == "suspect host(s): h3"
+    [failed] = ctx.results.tests
+    assert failed.status == "fail" and failed.reason.startswith("h3: steps_per_s_per_host.h3 0.5 steps/s")
+    [suspect] = ctx.results.isolation["suspects"]
+    assert suspect["reason"].startswith(f"{TEST} fails with known-good partner")
+    assert all("h3" in e["hosts"] and "steps_per_s_per_host.h3" in e["detail"] for e in suspect["evidence"])
+    assert len(remote.rounds) == 2
 
 
 def test_a_rack_that_is_not_a_name_is_refused() -> None:
