@@ -1,10 +1,11 @@
 """Bad-node isolation: which host (or link) makes a multi-host test fail.
 
 A multi-host test that fails says only that something in the cluster is wrong. Re-running it on smaller
-groups names the culprit: first on disjoint pairs (all pairs of a round run at once, so a round costs one
-launch however many hosts there are), then each host of a failing pair with a partner from a passing
-pair. A host that fails with a known-good partner is a suspect; a host that passes with one is cleared,
-which pins its earlier pair's failure on the other host. Hosts whose own single-host tests failed are
+groups names the culprit: rounds of disjoint pairs (all pairs of a round run at once, so a round costs one
+launch however many hosts there are) until every host is tied to every other by tested pairs and each host
+passed in a pair or failed next to one that did (a known-good partner). A host that fails with a known-good
+partner is a suspect, unless the failing pairs are exactly those across two sets of hosts that each pass
+alone: a bad link between the sets (docs/isolation.md). Hosts whose own single-host tests failed are
 suspects from the start.
 """
 
