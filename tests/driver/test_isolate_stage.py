@@ -193,6 +193,7 @@ def test_a_slow_host_is_named_by_its_own_step_time(tmp_path: Path, monkeypatch: 
 def test_a_rack_that_is_not_a_name_is_refused() -> None:
     from pav.errors import PavError
     from pav.inventory import Host, racks_of
+    from pav.setting_keys import refuse_outside_all
 
     assert racks_of(
         [Host("a", "a", {"pav_rack": "r1"}), Host("b", "b", {"pav_rack": 7}), Host("c", "c")]
@@ -200,6 +201,8 @@ def test_a_rack_that_is_not_a_name_is_refused() -> None:
         "a": "r1",
         "b": "7",
     }
+    # A host's own variable: known, and not refused where one host's variables are written (host_vars/).
+    refuse_outside_all({"pav_rack": "r1"}, "host_vars/a.yml", {})
     with pytest.raises(PavError, match=r"host b: pav_rack \[1\] is not a rack name; set it to the name"):
         racks_of([Host("a", "a", {"pav_rack": "r1"}), Host("b", "b", {"pav_rack": [1]})])
 
