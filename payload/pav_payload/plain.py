@@ -23,9 +23,14 @@ Faults: ``--hang R``: rank R ignores SIGTERM and stops before the collective (on
 ``--exit R``: rank R exits with code 3 after connecting to the collective, once its node's other ranks have
 written their first report; ``--wrong-host NAME``: every rank on the host of that name sends a wrong vector,
 so the whole world's sum is wrong, as a bad GPU or link spoils a collective for every rank in it (bad-node
-isolation re-runs the launch on subsets of hosts to find it); ``--count-errors FILE``: the agent adds 1 to
-the number in FILE (a counter of a sysfs tree a test planted: tests/faults/test_error_counters.py), as a link
-erring under the collective's traffic would. Only the standard library.
+isolation re-runs the launch on subsets of hosts to find it; NAME may be a comma-separated list);
+``--step-s S --slow-host NAME``: each rank works S seconds (a sleep) before the collective, and every rank on
+the hosts named (comma-separated) works ``--slow-factor`` times as long, a straggler: each rank records its
+own step time (``metrics.step_s``, not the collective's wait, which the straggler imposes on every rank of
+the world), the figure the driver compares across the hosts of the test (pav.thresholds.fleet);
+``--count-errors FILE``: the agent adds 1 to the number in FILE (a counter of a sysfs tree a test planted:
+tests/faults/test_error_counters.py), as a link erring under the collective's traffic would. Only the
+standard library.
 """
 
 import argparse
@@ -51,6 +56,7 @@ GRACE_S = 30.0  # torchrun's: between the SIGTERM to its ranks and the SIGKILL o
 ELEMENTS = 64  # of each rank's vector in the collective
 POLL_S = 0.1
 EXIT_RC = 3
+SLOW_FACTOR = 10.0  # a straggler's step against its peers': far beyond a loaded machine's sleep jitter
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hang", type=int, default=-1, metavar="RANK", help="this rank hangs, deaf to TERM")
     parser.add_argument("--exit", type=int, default=-1, metavar="RANK", help="this rank exits with code 3")
     parser.add_argument("--wrong-host", default="", metavar="NAME", help="its ranks send wrong values")
+    parser.add_argument("--step-s", type=float, default=0.0, help="each rank's work before the collective")
+    parser.add_argument("--slow-host", default="", metavar="NAME", help="its ranks' step takes longer")
+    parser.add_argument("--slow-factor", type=float, default=SLOW_FACTOR, help="how much longer (default 10)")
     parser.add_argument("--count-errors", default="", metavar="FILE", help="add 1 to the counter in FILE")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="a rank's wait for the collective")
     parser.add_argument("--out", default=".", help="directory for <test-id>.rank<R>.json (default: .)")
@@ -216,9 +225,10 @@ def _collective(args: argparse.Namespace, info: RankInfo) -> tuple[str, str, dic
         _await_local_peers(args, info)
         os._exit(EXIT_RC)
     conn.settimeout(args.timeout_s)
+    step_s = _step(args)
     started = time.perf_counter()
     values = [info.rank + 1 + i for i in range(ELEMENTS)]
-    if args.wrong_host and args.wrong_host == socket.gethostname():
+    if socket.gethostname() in _names(args.wrong_host):
         values = [v + 1 for v in values]
     conn.sendall((json.dumps({"rank": info.rank, "values": values}) + "\n").encode())
     line = conn.makefile("r").readline()
@@ -230,9 +240,26 @@ def _collective(args: argparse.Namespace, info: RankInfo) -> tuple[str, str, dic
     world = info.world_size
     expected = [world * (world + 1) // 2 + world * i for i in range(ELEMENTS)]
     wrong = sum(a != b for a, b in zip(total, expected, strict=False)) + abs(len(total) - len(expected))
-    metrics = {"elements": ELEMENTS, "wrong": wrong, "time_us": round(elapsed_us, 1)}
+    metrics: dict[str, Any] = {"elements": ELEMENTS, "wrong": wrong, "time_us": round(elapsed_us, 1)}
+    if args.step_s > 0:
+        metrics["step_s"] = round(step_s, 4)
     reason = f"{wrong} of {ELEMENTS} elements of the sum over {world} ranks wrong" if wrong else ""
     return ("fail" if wrong else "pass"), reason, metrics
+
+
+def _names(given: str) -> set[str]:
+    return {name for name in given.split(",") if name}
+
+
+def _step(args: argparse.Namespace) -> float:
+    """The rank's own work before the collective (--step-s, a sleep: deterministic, no CPU taken from the
+    other ranks sharing the machine), --slow-factor times as long on a slow host; its measured time."""
+    if args.step_s <= 0:
+        return 0.0
+    factor = args.slow_factor if socket.gethostname() in _names(args.slow_host) else 1.0
+    started = time.perf_counter()
+    time.sleep(args.step_s * factor)
+    return time.perf_counter() - started
 
 
 def _await_local_peers(args: argparse.Namespace, info: RankInfo) -> None:

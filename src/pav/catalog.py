@@ -537,16 +537,25 @@ FAULT_TESTS: dict[str, TestSpec] = {
 }
 
 
+SLOW_STEP_S = "0.2"  # fault_slow_host_multi: a healthy rank's step; a slow host's is 10 times as long
+
+
 def _fault_tests() -> dict[str, TestSpec]:
-    """FOR TESTING ONLY (bad-node isolation): a cross-host launch of plain ranks (no torch: the subject is
-    the isolation, not torch) in which every rank on host PAV_FAULT_HOST sends a wrong vector, judged by
-    torch_gloo_collectives_multi's gates as the other plain tests are by torch_gloo_allreduce's."""
+    """FOR TESTING ONLY (bad-node isolation): cross-host launches of plain ranks (no torch: the subject is
+    the isolation, not torch) in which every rank on the hosts of PAV_FAULT_HOST (comma-separated) sends a
+    wrong vector, or works 10 times as long before the collective (a straggler, named by the per-host step
+    rate each host measures for itself: pav.thresholds.fleet), judged by torch_gloo_collectives_multi's gates
+    as the other plain tests are by torch_gloo_allreduce's."""
     host = os.environ.get("PAV_FAULT_HOST", "")
     wrong = TestSpec(
-        "fault_wrong_host_multi", "FOR TESTING: wrong results on host $PAV_FAULT_HOST", "plain", "cluster",
+        "fault_wrong_host_multi", "FOR TESTING: wrong results on host(s) $PAV_FAULT_HOST", "plain", "cluster",
         False, ("--wrong-host", host), gates_of="torch_gloo_collectives_multi",
     )  # fmt: skip
-    return FAULT_TESTS | {wrong.name: wrong}
+    slow = TestSpec(
+        "fault_slow_host_multi", "FOR TESTING: host(s) $PAV_FAULT_HOST 10 times slower", "plain", "cluster",
+        False, ("--step-s", SLOW_STEP_S, "--slow-host", host), gates_of="torch_gloo_collectives_multi",
+    )  # fmt: skip
+    return FAULT_TESTS | {wrong.name: wrong, slow.name: slow}
 
 
 def link_traffic() -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from pav.nccl_tests.grade import grade as nccl_grade
 from pav.nccl_tests.parse import op_from_name, parse_text
 from pav.results import TestResult
 from pav.thresholds.burn_series import summarize_burn, summarize_sdc
+from pav.thresholds.fleet import STEP_RATES
 from pav.thresholds.gate import Gate
 from pav.workload import of_nccl_log, of_ranks
 
@@ -148,6 +149,7 @@ def _judge_ranks(
         result.reason = f"launcher failed ({rc_text}) although every rank passed; see {log}"
         return result
     result.metrics.update(summarize(ranks))
+    result.metrics.update(step_rates(ranks, where or RankHosts({})))
     failures = gate_failures(result.metrics, gates)
     result.status = "fail" if failures else "pass"
     result.reason = "; ".join(failures)
@@ -320,6 +322,18 @@ def _judge_nccl_tests(
 
 def _busbw(row: dict[str, Any]) -> float | None:
     return (row["out_of_place"] or {}).get("busbw_gbps")
+
+
+def step_rates(ranks: list[dict[str, Any]], where: RankHosts) -> dict[str, Any]:
+    """Each host's step rate, its slowest rank's, where the ranks timed their own work (FOR TESTING plain
+    ranks with --step-s): what pav.thresholds.fleet holds each host of the test to against the others."""
+    slowest: dict[str, float] = {}
+    for rank in ranks:
+        step = rank.get("metrics", {}).get("step_s")
+        if isinstance(step, int | float) and step > 0:
+            host = where.host_of(rank.get("rank")) or str(rank.get("hostname"))
+            slowest[host] = max(slowest.get(host, 0.0), float(step))
+    return {STEP_RATES: {h: round(1 / s, 3) for h, s in slowest.items()}} if slowest else {}
 
 
 def summarize(ranks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -95,7 +95,9 @@ def resolve_hosts(inventory_file: Path, label: Path | None = None) -> list[Host]
     if not names:
         raise PavError(f"inventory {shown} has no hosts; add at least one host under all.hosts")
     check_host_names(names, shown)
-    return [Host(n, str(hostvars.get(n, {}).get("ansible_host", n)), hostvars.get(n, {})) for n in names]
+    hosts = [Host(n, str(hostvars.get(n, {}).get("ansible_host", n)), hostvars.get(n, {})) for n in names]
+    racks_of(hosts, shown)
+    return hosts
 
 
 GROUP_KEYS = ("hosts", "children", "vars")
@@ -112,6 +114,27 @@ def check_host_names(names: list[str], shown: Path) -> None:
                 f"inventory {shown}: host name {name!r} is not a plain host name (letters, digits, '.', "
                 "'_' and '-', not starting with '.' or '-', no '..'); rename it, the address in ansible_host"
             )
+
+
+RACK = "pav_rack"
+
+
+def racks_of(hosts: list[Host], shown: Path | None = None) -> dict[str, str]:
+    """Each host's rack or leaf switch (pav_rack), where the inventory names one: isolation's pairs keep to
+    one pair per rack uplink a round (pav.isolation_pairs). One line for the first value that is no name."""
+    out = {}
+    for host in hosts:
+        rack = host.vars.get(RACK)
+        if rack is None:
+            continue
+        if isinstance(rack, bool) or not isinstance(rack, str | int) or not str(rack).strip():
+            where = f"inventory {shown}: " if shown is not None else ""
+            raise PavError(
+                f"{where}host {host.name}: {RACK} {rack!r} is not a rack name; set it to the name of the "
+                "host's rack or leaf switch (a string such as rack-07), the same for hosts of one rack"
+            )
+        out[host.name] = str(rack)
+    return out
 
 
 # Connections that reach a host by its address (Ansible's default is ssh); local, docker, kubectl ... do not.

@@ -32,7 +32,7 @@ from pav.thresholds.apply import (
     derive_hosts,
     gates_record,
 )
-from pav.thresholds.fleet import fleet_gates
+from pav.thresholds.fleet import fleet_gates, straggler_gates
 from pav.thresholds.gate import Gate
 from pav.thresholds.node_policy import NodePolicy
 from pav.thresholds.profiles import Profile, auto_profile, read_profile
@@ -107,6 +107,9 @@ class Judge:
         apply_derived(tests, self.derivation, self.chosen)
         if self.chosen != CHOSEN_WITHOUT_GATES:
             fleet_gates(tests, self.derivation.hardware)
+        # Only FOR TESTING ranks measure a per-host step (pav.thresholds.fleet.IN_TEST): a fault's subject,
+        # judged under every profile as its wrong_total is.
+        straggler_gates(tests)
 
     def health(self) -> list[TestResult]:
         """The results of the facts alone: gpu_health of every host with NVML facts (its state against the

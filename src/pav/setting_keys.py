@@ -65,6 +65,10 @@ HOST_VARS = {
     "pav_gpus": "the GPUs the host was created with",
     "pav_fabric": "the fabric the host was created on",
 }
+# Host variables an own inventory may set for the driver (docs/isolation.md).
+OWN_HOST_VARS = {
+    "pav_rack": "the host's rack or leaf switch: isolation crosses its uplink with one pair a round",
+}
 
 
 def driver_keys() -> frozenset[str]:
@@ -77,7 +81,14 @@ def k8s_keys() -> frozenset[str]:
 
 def known_keys() -> frozenset[str]:
     """Every pav_* and k8s_* key an env's settings file or -e may hold."""
-    return driver_keys() | ANSIBLE_KEYS.keys() | RUN_VARS.keys() | HOST_VARS.keys() | k8s_keys()
+    return (
+        driver_keys()
+        | ANSIBLE_KEYS.keys()
+        | RUN_VARS.keys()
+        | HOST_VARS.keys()
+        | OWN_HOST_VARS.keys()
+        | k8s_keys()
+    )
 
 
 def reader(key: str) -> str:

@@ -182,3 +182,17 @@ def test_two_nodes_meet_in_one_collective(tmp_path: Path) -> None:
         0: (0, 0, 4), 1: (0, 1, 4), 2: (1, 0, 4), 3: (1, 1, 4),
     }  # fmt: skip
     assert all(g["status"] == "pass" for g in got.values())
+
+
+def test_a_slow_host_s_ranks_take_their_step_10_times_as_long(tmp_path: Path) -> None:
+    """--slow-host names this machine, or another: each rank records its own step, the figure the driver
+    holds each host to against the others (a straggler, pav.thresholds.fleet)."""
+    steps = {}
+    for slow in (socket.gethostname(), f"not-{socket.gethostname()}"):
+        out = tmp_path / slow
+        out.mkdir()
+        proc = agent(out, "--nproc", "1", "--step-s", "0.05", "--slow-host", f"x,{slow}")
+        err = ended(proc, out)
+        assert proc.returncode == 0, err
+        steps[slow] = reports(out)[0]["metrics"]["step_s"]
+    assert steps[socket.gethostname()] >= 0.5 > steps[f"not-{socket.gethostname()}"] >= 0.05

@@ -4,7 +4,7 @@ run's other hosts, with a floor and a spread that widen it only where the others
 from __future__ import annotations
 
 from pav.results import TestResult
-from pav.thresholds.fleet import fleet_gates
+from pav.thresholds.fleet import fleet_gates, straggler_gates
 from pav.thresholds.hardware import read_hardware
 from tests.thresholds.test_derive import hgx
 
@@ -55,3 +55,28 @@ def test_hosts_of_other_workloads_or_shapes_are_not_compared() -> None:
     tests = [training("a", 62_000.0), training("b", 40_000.0)]
     fleet_gates(tests, {"a": read_hardware("a", hgx(8)), "b": read_hardware("b", hgx(4))})
     assert [t.status for t in tests] == ["pass", "pass"]
+
+
+def across(steps: dict[str, float]) -> TestResult:
+    test = TestResult("fault_slow_host_multi", list(steps), "pass", "", {"steps_per_s_per_host": steps})
+    straggler_gates([test])
+    return test
+
+
+def test_a_straggler_among_the_hosts_of_one_test_fails_it_and_is_named() -> None:
+    """A host's own step rate (FOR TESTING plain ranks) against the median of the test's other hosts: the
+    straggler fails the test across hosts, by name; the others are held to it too, and pass."""
+    test = across({"a": 4.9, "b": 5.0, "c": 0.5, "d": 4.2})
+    assert test.status == "fail"
+    assert test.reason == (
+        "c: steps_per_s_per_host.c 0.5 steps/s, expected >= 2.45 = 0.5 x 4.9 "
+        "(fleet: the median of the run's other 3 hosts, 4.9, less 0.5)"
+    )
+    failed = [g["part"] for g in test.threshold["gates"] if g["status"] == "fail"]
+    assert failed == ["c"]
+
+
+def test_a_pair_with_a_straggler_fails_and_a_jittery_pair_passes() -> None:
+    """Isolation's pairs: the slower of two is named; sleep jitter (one host 40% slower) is no straggler."""
+    assert across({"a": 5.0, "c": 0.5}).status == "fail"
+    assert across({"a": 5.0, "b": 3.0}).status == "pass"

@@ -301,10 +301,13 @@ def _suspects(results: RunResults) -> list[str]:
     """Each suspect host and why, cut short: the reasons it joins are in the tests table, its bad parts on
     top."""
     suspects = results.isolation.get("suspects", [])
-    if not suspects:
+    links = results.isolation.get("links", [])
+    if not suspects and not links:
         return []
     lines = ["suspect hosts (replace or repair; evidence in results.json isolation):"]
     lines += [f"  {s['host']}: {_cut(str(s.get('reason', '')), SUSPECT_CHARS)}" for s in suspects]
+    # A fault between two sets of hosts that each pass alone: the link between them, not a host.
+    lines += [f"  link: {_cut(str(link.get('reason', '')), SUSPECT_CHARS)}" for link in links]
     return [*lines, ""]
 
 

@@ -11,7 +11,8 @@ from dataclasses import replace
 
 from pav.context import RunContext
 from pav.hostlist import compress
-from pav.isolation import MIN_HOSTS, Step, Suspect, merge, pairs_first, to_record
+from pav.inventory import racks_of
+from pav.isolation import MIN_HOSTS, Link, Step, Suspect, isolate, merge, to_record
 from pav.judging import Judge
 from pav.launch import Launch
 from pav.launches import cluster_launch
@@ -39,23 +40,31 @@ def run(ctx: RunContext) -> str:
         notes.append(ctx.inputs.no_pair_reruns)
         failing = []
     judging = report.run_judge(ctx)
+    racks = racks_of(ctx.hosts)
+    links: list[Link] = []
     for test in failing:
         members = [h for h in test.hosts if h not in ctx.missing]
         if len(members) < MIN_HOSTS:
             notes.append(f"{test.name}: {len(members)} hosts are too few to tell apart by pairs")
             continue
-        found, ran = pairs_first(
-            test.name, members, lambda name, n, groups: _round(ctx, judging, name, n, groups)
+        found = isolate(
+            test.name, members, lambda name, n, groups: _round(ctx, judging, name, n, groups), racks
         )
-        suspects += found
-        steps += ran
-    ctx.results.isolation = to_record(merge(suspects), steps, "; ".join(notes))
+        suspects += found.suspects
+        links += found.links
+        steps += found.steps
+    ctx.results.isolation = to_record(merge(suspects), steps, "; ".join(notes), links)
     return _summary(ctx)
 
 
 def _summary(ctx: RunContext) -> str:
     named = [s["host"] for s in ctx.results.isolation["suspects"]]
-    return f"suspect host(s): {compress(named)}" if named else "no suspect host"
+    said = [f"suspect host(s): {compress(named)}"] if named else []
+    said += [
+        f"suspect link between {compress(a)} and {compress(b)}"
+        for a, b in (link["sides"] for link in ctx.results.isolation.get("links", []))
+    ]
+    return "; ".join(said) or "no suspect host"
 
 
 def _from_single_host_tests(ctx: RunContext, tests: list[TestResult]) -> list[Suspect]:

@@ -30,7 +30,7 @@ from pav.yamlfile import load_mapping
 
 SIZE = 8 << 30  # the largest size the collective tests measure (catalog.BIG_SIZES, nccl-tests -e 8G)
 PER_GPU = ("gemm_bf16_tflops", "hbm_copy_gbps", "h2d_gbps", "d2h_gbps")
-UNITS = {"gemm_bf16_tflops": "TFLOP/s", "scaling_efficiency": ""}
+UNITS = {"gemm_bf16_tflops": "TFLOP/s", "scaling_efficiency": "", "steps_per_s_per_host": "steps/s"}
 UNITS |= {
     f"{what}_per_s{kind}_per_rank_min": f"{what}/s"
     for what in ("tokens", "samples")

@@ -32,6 +32,12 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", 
 COLLECTIVES = {f"busbw_gbps.{op}.{BIG}": 0.04 for op in OPS}
 PER_HOST = TRAINING | COLLECTIVES | {f"busbw_gbps.{BIG}": 0.04}
 PER_GPU = {"gemm_bf16_tflops": 0.05, "hbm_copy_gbps": 0.04}
+# Within one test across hosts: a figure each host measured for itself (its ranks' own work, not the
+# collective's wait, which a straggler imposes on every rank of the world). Only the FOR TESTING plain ranks'
+# step rate (--step-s, pav.evaluate.step_rates) so far: a sleep, so its floor is wide (a host at half its
+# peers' rate is a fault, not a loaded machine's jitter) and the others' spread does not widen it further.
+STEP_RATES = "steps_per_s_per_host"
+IN_TEST = {STEP_RATES: 0.5}
 # A test whose median moves more than the faults (catalog's steady_only: FSDP) is compared by its steady
 # figure alone.
 UNSTEADY = ("tokens_per_s_per_rank_min", "samples_per_s_per_rank_min")
@@ -92,37 +98,72 @@ def _judge_group(members: list[TestResult], hardware: dict[str, HostHardware]) -
 
 
 def _check(members: list[TestResult], metric: str, peers: list[Peer], floor: float, what: str) -> None:
-    hosts = {p.host for p in peers}
-    if len(hosts) < 2:
+    if len({p.host for p in peers}) < 2:
         return
     by_host = {t.hosts[0]: t for t in members}
     for peer in peers:
-        others = [p.value for p in peers if p.host != peer.host]
-        median = statistics.median(others)
-        if median <= 0:
+        gate = _gate(metric, peer, peers, floor, what)
+        if gate is not None:
+            _record(by_host[peer.host], gate)
+
+
+def straggler_gates(tests: list[TestResult]) -> None:
+    """Each host of a test across hosts against the median of the test's other hosts (IN_TEST): the
+    straggler a synchronous job waits for, named by its own figure. Also a pair of isolation's re-runs: the
+    slower host of two fails."""
+    for test in tests:
+        if len(test.hosts) < 2 or test.status not in ("pass", "fail"):
             continue
-        tolerance = floor
-        if len(others) >= MIN_OTHERS_FOR_MAD:
-            mad = statistics.median(abs(v - median) for v in others)
-            tolerance = max(floor, MAD_WIDTH * MAD_SCALE * mad / median)
-        minimum = round(median * (1 - tolerance), 3)
-        path = f"{metric}.{peer.key}" if peer.key else metric
-        source = f"fleet: {_whose(len(hosts) - 1, len(others), what)}, {median:.4g}, less {tolerance:.3g}"
-        gate = {
-            "metric": path, "min": minimum, "limit": round(median, 3), "fraction": round(1 - tolerance, 3),
-            "basis": "fleet", "source": source, "part": peer.part, "value": peer.value,
-        }  # fmt: skip
-        test = by_host[peer.host]
-        passed = peer.value >= minimum
-        gate["status"] = "pass" if passed else "fail"
-        if not passed:
-            unit = UNITS.get(metric.split(".")[0], "GB/s")
-            gate["reason"] = (
-                f"{peer.part}: {path} {peer.value:.4g} {unit}, expected >= {minimum:.4g} "
-                f"= {1 - tolerance:.3g} x {median:.4g} ({source})"
-            )
-            _fail(test, gate["reason"])
-        test.threshold.setdefault("gates", []).append(gate)
+        for metric, floor in IN_TEST.items():
+            row = test.metrics.get(metric)
+            if not isinstance(row, dict):
+                continue
+            peers = [
+                Peer(str(h), str(h), float(v), str(h)) for h, v in row.items() if isinstance(v, int | float)
+            ]
+            if len({p.host for p in peers}) < 2:
+                continue
+            for peer in peers:
+                gate = _gate(metric, peer, peers, floor, "host", widen=False)
+                if gate is not None:
+                    _record(test, gate)
+
+
+def _gate(
+    metric: str, peer: Peer, peers: list[Peer], floor: float, what: str, widen: bool = True
+) -> dict[str, object] | None:
+    """The peer's figure against the median of the other hosts' less a tolerance; None where that is 0."""
+    hosts = {p.host for p in peers}
+    others = [p.value for p in peers if p.host != peer.host]
+    median = statistics.median(others)
+    if median <= 0:
+        return None
+    tolerance = floor
+    if widen and len(others) >= MIN_OTHERS_FOR_MAD:
+        mad = statistics.median(abs(v - median) for v in others)
+        tolerance = max(floor, MAD_WIDTH * MAD_SCALE * mad / median)
+    minimum = round(median * (1 - tolerance), 3)
+    path = f"{metric}.{peer.key}" if peer.key else metric
+    source = f"fleet: {_whose(len(hosts) - 1, len(others), what)}, {median:.4g}, less {tolerance:.3g}"
+    gate: dict[str, object] = {
+        "metric": path, "min": minimum, "limit": round(median, 3), "fraction": round(1 - tolerance, 3),
+        "basis": "fleet", "source": source, "part": peer.part, "value": peer.value,
+    }  # fmt: skip
+    passed = peer.value >= minimum
+    gate["status"] = "pass" if passed else "fail"
+    if not passed:
+        unit = UNITS.get(metric.split(".")[0], "GB/s")
+        gate["reason"] = (
+            f"{peer.part}: {path} {peer.value:.4g} {unit}, expected >= {minimum:.4g} "
+            f"= {1 - tolerance:.3g} x {median:.4g} ({source})"
+        )
+    return gate
+
+
+def _record(test: TestResult, gate: dict[str, object]) -> None:
+    if gate["status"] == "fail":
+        _fail(test, str(gate["reason"]))
+    test.threshold.setdefault("gates", []).append(gate)
 
 
 def _whose(hosts: int, values: int, what: str) -> str:
