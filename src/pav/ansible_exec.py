@@ -216,8 +216,8 @@ def _record(event: dict[str, Any], outcome: PlaybookOutcome) -> None:
         outcome.ok.setdefault(label, set()).add(host)
     if name == "runner_on_ok" and res.get("changed"):
         outcome.changes.setdefault(host, []).append(label)
-        if (diff := task_diffs.unified(label, res)) is not None:
-            outcome.diffs.setdefault(host, []).append(diff)
+        if diffs := task_diffs.per_path(label, res):
+            outcome.diffs.setdefault(host, []).extend(diffs)
     if name in FINISHED and isinstance(data.get("duration"), int | float):
         outcome.durations.setdefault(label, []).append(float(data["duration"]))
 

@@ -12,6 +12,18 @@ from typing import Any
 MAX_CHARS = 4000  # per task: a diff is for reading, not a copy of the file
 
 
+def per_path(label: str, res: dict[str, Any]) -> list[dict[str, str]]:
+    """The task's diffs, one per file: a task that writes several files (pav_files) names each entry's path
+    in its header and changed_paths; any other task gives its one diff, or none."""
+    entries = res.get("diff")
+    if isinstance(entries, list) and res.get("changed_paths"):
+        named = [e for e in entries if isinstance(e, dict) and e.get("before_header")]
+        found = [unified(label, {"diff": e, "path": e["before_header"]}) for e in named]
+        return [d for d in found if d is not None]
+    diff = unified(label, res)
+    return [diff] if diff is not None else []
+
+
 def unified(label: str, res: dict[str, Any]) -> dict[str, str] | None:
     """The task's diff as {"task", "path", "text"}; None when it carries none."""
     entries = res.get("diff")

@@ -1,0 +1,68 @@
+"""host_tuning's and nccl_env's files through pav_files (plugins/modules/pav_files.py), as Ansible runs the
+roles: each role's files in one module run (issue 65), written once, then nothing changed; in check mode a
+changed file is named with its own diff and left as it is."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pav.ansible_exec import PlaybookOutcome, run_playbook
+
+pytestmark = pytest.mark.slow  # real ansible-playbook runs
+
+
+def play(tmp_path: Path, name: str, check: bool = False) -> PlaybookOutcome:
+    """Both roles on this machine, their files under tmp_path, through the driver's playbook runner."""
+    out = tmp_path / "out"
+    variables = {
+        "host_tuning_limits_file": str(out / "limits.conf"),
+        "host_tuning_sysctl_file": str(out / "sysctl.conf"),
+        "host_tuning_manage_shm": False,
+        "host_tuning_sysctl_apply": False,
+        "nccl_env_file": str(out / "etc" / "pav" / "nccl.env"),
+        "nccl_env_profile_script": str(out / "pav-nccl.sh"),
+    }
+    tasks = [{"ansible.builtin.include_role": {"name": r}} for r in ("host_tuning", "nccl_env")]
+    playbook = tmp_path / "play.yml"
+    spec = {"name": "Files", "hosts": "all", "gather_facts": False, "vars": variables, "check_mode": check}
+    playbook.write_text(yaml.safe_dump([{**spec, "diff": True, "tasks": tasks}]))
+    inventory = tmp_path / "hosts.yml"
+    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"box": host}}}))
+    out.mkdir(exist_ok=True)
+    outcome = run_playbook("files", str(playbook), inventory, ["box"], tmp_path / name, {})
+    assert outcome.rc == 0 and not outcome.failed_hosts, outcome
+    return outcome
+
+
+def test_each_roles_files_in_one_module_run_then_nothing_then_a_check_mode_diff(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = play(tmp_path, "first")
+    tuning, env = (
+        "host_tuning : Write the limits.d and sysctl.d files",
+        "nccl_env : Write the env file and profile script",
+    )
+    assert first.changes == {"box": [tuning, env]}  # one task (one module run) per role wrote everything
+    written = ["limits.conf", "sysctl.conf", "etc/pav", "etc/pav/nccl.env", "pav-nccl.sh"]
+    assert [d["path"] for d in first.diffs["box"]] == [str(out / w) for w in written]
+    assert "*     soft  memlock  unlimited" in (out / "limits.conf").read_text()
+    assert "kernel.numa_balancing = 0" in (out / "sysctl.conf").read_text()
+    assert "NCCL_IB_DISABLE=1" in (out / "etc" / "pav" / "nccl.env").read_text()
+    assert oct((out / "pav-nccl.sh").stat().st_mode & 0o777) == "0o644"
+    assert oct((out / "etc" / "pav").stat().st_mode & 0o777) == "0o755"
+
+    assert play(tmp_path, "second").changes == {}
+
+    (out / "limits.conf").write_text("edited\n")
+    (out / "pav-nccl.sh").chmod(0o600)
+    checked = play(tmp_path, "check", check=True)
+    assert checked.changes == {"box": [tuning, env]}
+    assert [d["path"] for d in checked.diffs["box"]] == [str(out / "limits.conf"), str(out / "pav-nccl.sh")]
+    assert "-edited" in checked.diffs["box"][0]["text"].splitlines()
+    assert checked.diffs["box"][1]["text"] == f"{out / 'pav-nccl.sh'}: mode: 0600 -> 0644\n"
+    assert (out / "limits.conf").read_text() == "edited\n"  # check mode wrote nothing
+    assert oct((out / "pav-nccl.sh").stat().st_mode & 0o777) == "0o600"
