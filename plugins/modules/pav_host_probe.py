@@ -12,7 +12,8 @@ DOCUMENTATION = r"""
 module: pav_host_probe
 short_description: Read a GPU host's facts (OS, CPU, limits, GPUs, RDMA, mounts) in one run
 description:
-  - Read-only. Returns C(facts), the structure the preflight role records as preflight_facts.
+  - Read-only. Sets the host fact C(preflight_facts) itself: a set_fact after it was one more task run per
+    host (issue 65).
   - nvidia-smi's three reads (GPU list, topology, header) run at once.
   - A host without nvidia-smi reports zero GPUs.
 options:
@@ -43,8 +44,9 @@ author: provision-and-validate
 """
 
 RETURN = r"""
-facts:
-  description: hostname, kernel, os, cpu, memory_mb, numa_nodes, gpu, rdma, mounts, shm, ulimits.
+ansible_facts:
+  description: C(preflight_facts), the host's hostname, kernel, os, cpu, memory_mb, numa_nodes, gpu, rdma,
+    mounts, shm and ulimits.
   returned: success
   type: dict
 """
@@ -183,7 +185,7 @@ def main() -> None:
     if params["rdma_ports_expected"] > 0:  # the env's word, beside what the host says (thresholds.md)
         facts["rdma"]["ports_expected"] = params["rdma_ports_expected"]
     facts["mounts"] = mounts(module, params["mount_fstypes"])
-    module.exit_json(changed=False, facts=facts)
+    module.exit_json(changed=False, ansible_facts={"preflight_facts": facts})
 
 
 if __name__ == "__main__":
