@@ -8,6 +8,7 @@ destroyed, no namespace, mount, process, Terraform resource or subnet record lef
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -92,3 +93,24 @@ def test_collect_fetched_every_hosts_results(full_run: FullRun) -> None:
     per_host = {a.split("/")[1] for a in test["artifacts"] if a.endswith(".json")}
     assert per_host == set(results["hosts"])
     assert sum(a.endswith(".json") for a in test["artifacts"]) == 6
+
+
+def test_roles_the_run_rules_out_cost_no_task_run_on_any_host(configured: Configured) -> None:
+    """A role the extra vars rule out for the whole run (no Slurm launcher; teardown not riding on validate
+    with --keep) leaves its play with no host, instead of a skipped task run per host (issue 65); the
+    preflight probe sets preflight_facts itself, without a set_fact run per host."""
+    seen: dict[str, set[str]] = {}
+    for stage in ("configure", "validate"):
+        folder = configured.box.run_dir("setup") / "ansible" / stage
+        for path in folder.glob("artifacts/*/job_events/*.json"):
+            event = json.loads(path.read_text())
+            if event.get("event", "").startswith("runner_on_"):
+                seen.setdefault(event["event_data"]["task"], set()).add(event["event"])
+    ruled_out = {
+        "Install and configure Slurm and munge",
+        "Unpack the run's job scripts on the host",
+        "Remove the run folder",
+        "Record facts",
+    }
+    assert seen and not ruled_out & set(seen), {task: seen[task] for task in ruled_out & set(seen)}
+    assert "runner_on_ok" in seen["Gather host facts"]
