@@ -12,8 +12,8 @@ DOCUMENTATION = r"""
 module: pav_host_probe
 short_description: Read a GPU host's facts (OS, CPU, limits, GPUs, RDMA, mounts) in one run
 description:
-  - Read-only. Sets the host fact C(preflight_facts) itself: a set_fact after it was one more task run per
-    host (issue 65).
+  - Read-only. Sets the host fact C(preflight_facts) itself, since a set_fact after it was one more task
+    run per host (issue 65).
   - nvidia-smi's three reads (GPU list, topology, header) run at once.
   - A host without nvidia-smi reports zero GPUs.
 options:
@@ -45,8 +45,8 @@ author: provision-and-validate
 
 RETURN = r"""
 ansible_facts:
-  description: C(preflight_facts), the host's hostname, kernel, os, cpu, memory_mb, numa_nodes, gpu, rdma,
-    mounts, shm and ulimits.
+  description: C(preflight_facts), with the host's hostname, kernel, os, cpu, memory_mb, numa_nodes, gpu,
+    rdma, mounts, shm and ulimits.
   returned: success
   type: dict
 """
