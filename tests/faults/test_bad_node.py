@@ -54,19 +54,3 @@ def test_the_degraded_host_and_only_it_is_named(configured: Configured, sandbox:
     assert [(t["status"], t["reason"], t["judged"]) for t in again["tests"]] == [
         (test["status"], test["reason"], "recorded")
     ]
-
-
-def test_a_slow_host_is_named(configured: Configured, sandbox: Sandbox) -> None:
-    """A straggler: every rank on one host takes its step 10 times as long (fault_slow_host_multi). Its own
-    step rate against the other hosts' fails the test, and every pair with it; isolation names it. No time is
-    asserted: the fault's 2 s against 0.2 s is the test's, the verdict a name."""
-    slow = configured.names[1]
-    stages = ("--stages", "validate,collect,isolate,report,teardown", "--tests", "fault_slow_host_multi")
-    run = sandbox.cli(*configured.validate(0, 1, 2)[:2], *stages, env={"PAV_FAULT_HOST": slow})
-    assert run.rc == 1, run.stdout + run.stderr
-    results = sandbox.results()
-    [test] = results["tests"]
-    assert test["status"] == "fail", test
-    assert test["reason"].startswith(f"{slow}: steps_per_s_per_host.{slow}"), test
-    isolation = results["isolation"]
-    assert [s["host"] for s in isolation["suspects"]] == [slow] and isolation["links"] == [], isolation
