@@ -57,8 +57,10 @@ def test_during_provision(sim_deps: None, sandbox: Sandbox, name: str) -> None:
     then everything in the state is destroyed. One host: what is cut is the apply, whatever it makes
     (a second host would cost its making and destroying, and prove nothing more; issue 49)."""
     proc = sandbox.start("--env", "sim", "--hosts", "1", "--tests", "torch_gloo_allreduce")
-    sim_dir = str(sandbox.state / "sim")
-    wait_for("a host being created", lambda: processes("sim-hosts host-up", sim_dir), 120, proc)
+    # The apply's own process, not the host-up it runs: that lasts a fraction of a second on a quiet machine,
+    # and a poll could miss it while the apply went on to its end (seen once in a fresh-clone run).
+    applying = (" apply ", f"-var-file={sandbox.state}")
+    wait_for("terraform apply", lambda: processes(*applying), 120, proc)
     send(proc, name)
     results = finish(proc, name, "provision", sandbox)
     assert "configure" not in {s["name"] for s in results["stages"]}
