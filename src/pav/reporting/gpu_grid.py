@@ -131,6 +131,8 @@ class GateRow:
     source: str
     status: str
     status_class: str
+    low: float | None = None  # the gate's min and max, as numbers, where it has them
+    high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -325,6 +327,8 @@ def gate_row(gate: dict[str, Any]) -> GateRow:
         source=str(gate.get("source") or "-"),
         status=status,
         status_class=STATUS_CLASS.get(status, ""),
+        low=_number(gate.get("min")),
+        high=_number(gate.get("max")),
     )
 
 

@@ -16,7 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from pav.hostlist import compress, natural_key
-from pav.reporting import bad_parts, burn_plots, causes, gpu_grid, history, plots
+from pav.reporting import bad_parts, burn_plots, causes, fold, gpu_grid, history, plots
 from pav.reporting.changes import tuning_line
 from pav.results import NOTHING_RUN, TestResult, why_nothing_ran
 from pav.units import size_label
@@ -54,6 +54,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
     suspects = {s.get("host"): s for s in isolation.get("suspects") or []}
     hosts, tests, cells = matrix(results)
     verdict = results.get("verdict", "ERROR")
+    gpus = gpu_grid.section(results)
     return {
         "r": results,
         "verdict": verdict,
@@ -69,7 +70,11 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "matrix_tests": tests,
         "cells": cells,
         "failures": causes.failures(results, run_dir, secrets),
-        "gpus": gpu_grid.section(results),
+        "gpus": gpus,
+        # At fleet size the healthy rows fold (fold.py); every row stays in results.json.
+        "gate_tables": fold.gate_tables(gpus.gate_tables) if gpus else [],
+        "healthy_gpus": fold.healthy_hosts(gpus.healthy) if gpus and gpus.fold else [],
+        "near_limit": fold.NEAR_LIMIT,
         "gpu_columns": gpu_grid.COLUMNS,
         "busbw": plots.busbw_figures(results),
         "cross_check": results.get("cross_check") or [],
