@@ -71,8 +71,10 @@ def test_the_report_maps_all_512_gpus_with_the_bad_one_marked_and_first(tmp_path
     # The healthy hosts: a row each with the lowest of each figure, after the bad host's grid.
     healthy = page[page.index('<details class="gpu-healthy">') :]
     assert page.index('<details class="gpu-healthy">') > page.index(f'id="gpus-{BAD_HOST}"')
-    lows = re.findall(r"<tr><th>(sim-x-\d+)</th><td class=\"num\">8</td>", healthy)
+    lows = re.findall(r'<tr id="gpus-([^"]+)"><th>\1</th><td class="num">8</td>', healthy)
     assert lows == [h for h in large_run.HOSTS if h != BAD_HOST]
+    # Each host's link on the map lands on its grid or its row.
+    assert {f"gpus-{h}" for h in large_run.HOSTS} <= set(re.findall(r' id="([^"]+)"', page))
 
 
 # The 64 x 8 page: 6.2 MB before healthy rows folded (issue 65), 0.41 MB after (docs/results.md).
