@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pav.hostlist import compress
+from pav.hostlist import compress, natural_key
 from pav.isolation_pairs import Components, Round, by_rack, fill, link
 
 MIN_HOSTS = 3  # two hosts that fail together cannot be told apart by pairing
@@ -48,6 +48,8 @@ class Link:
     sides: list[list[str]]
     reason: str
     evidence: list[Step] = field(default_factory=list)
+    test: str = ""  # the test that fails across the sides
+    racks: list[list[str]] = field(default_factory=list)  # each side's racks (pav_rack); [] where none is set
 
 
 @dataclass
@@ -210,7 +212,8 @@ class _Search:
             f"{self.test} passes on {compress(a)} alone and on {compress(b)} alone and fails in every pair "
             "across them: a link between them (a rack uplink, a switch, a cable), not a host"
         )
-        return Link([a, b], reason, [*checks, *across])
+        racks = [sorted({self.racks[h] for h in side if h in self.racks}, key=natural_key) for side in sides]
+        return Link([a, b], reason, [*checks, *across], self.test, racks if any(racks) else [])
 
 
 def merge(suspects: list[Suspect]) -> list[Suspect]:

@@ -165,6 +165,7 @@ def test_a_bad_link_between_two_racks_is_named_as_a_link(tmp_path: Path, monkeyp
     assert isolation["suspects"] == []
     [link] = isolation["links"]
     assert link["sides"] == [["h0", "h1", "h2", "h3"], ["h4", "h5", "h6", "h7"]]
+    assert (link["test"], link["racks"]) == (TEST, [["r0"], ["r1"]])  # what the report and marking name
     assert [(e["hosts"], e["status"]) for e in link["evidence"][:2]] == [
         (["h0", "h1", "h2", "h3"], "pass"),
         (["h4", "h5", "h6", "h7"], "pass"),

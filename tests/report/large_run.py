@@ -7,6 +7,9 @@ to 8 (GPU i measures what the record's GPU i % 4 did). Two things are bad:
 - sim-x-12 is the slow node: its collectives are those of h100x4-gpu-busy (failing), and the all_reduce
   across the 64 hosts (h100x4-split-socket's as today's gates judge it, failing) names it as isolation's one
   suspect.
+linked_run() is the same run with a link at fault instead: the all_reduce across the 64 hosts passes on each
+rack alone (sim-x-[0-31] in r0, sim-x-[32-63] in r1) and fails in every pair across them, as isolation's own
+search (pav.isolation.isolate) finds on a model of the racks.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pav.commands.judge import rejudge
+from pav.isolation import Step, isolate, to_record
 from pav.results import HostRecord, RunResults, StageRecord, TestResult
 
 FIXTURES = Path(__file__).parents[1] / "thresholds" / "fixtures"
@@ -26,6 +30,7 @@ HOSTS = tuple(f"sim-x-{i}" for i in range(64))
 GPUS = 8
 BAD_HOST, BAD_GPU, SLOW_HOST = "sim-x-37", "5", "sim-x-12"
 BAD_TFLOPS = 277.1
+RACKS = {h: "r0" if i < len(HOSTS) // 2 else "r1" for i, h in enumerate(HOSTS)}  # linked_run's racks
 PER_GPU = re.compile(r"^([a-z0-9_]+)\.(\d+)$")
 PAIR = re.compile(r"^p2p_gbps\.(\d+)\.(\d+)$")
 FIELDS = set(TestResult.__dataclass_fields__)  # a recorded test's keys a TestResult takes
@@ -60,6 +65,21 @@ def run() -> RunResults:
         verdict="FAIL", isolation=isolation, gates={h: copy.deepcopy(gate_record) for h in HOSTS},
         timing=healthy.get("timing") or {},
     )  # fmt: skip
+
+
+def linked_run() -> RunResults:
+    """The run, the all_reduce across the hosts failing for a link between the racks, not for a host."""
+    linked = run()
+    multi = linked.tests[-1].name
+
+    def run_round(test: str, n: int, groups: list[list[str]]) -> list[Step]:
+        across = [len({RACKS[h] for h in group}) > 1 for group in groups]
+        return [Step(test, g, "fail" if x else "pass", "busbw below its gate" if x else "", n)
+                for g, x in zip(groups, across, strict=True)]  # fmt: skip
+
+    found = isolate(multi, list(HOSTS), run_round, RACKS)
+    linked.isolation = to_record(found.suspects, found.steps, "", found.links)
+    return linked
 
 
 def host_tests(healthy: dict[str, Any], host: str) -> list[dict[str, Any]]:

@@ -8,12 +8,15 @@ names hosts for what happened to the run, not for what is wrong with them. A hos
 part names it: its own test failed, isolation named it for a test across hosts, or a crash across hosts
 began there (its launcher's record of the rank that failed first). A test across hosts that named none of
 its hosts (2 hosts cannot be told apart; no pair re-runs) marks none of them: they are the run's `Unnamed`,
-one line saying why. The reason starts with PREFIX so a later run knows its own marks from an operator's.
+one line saying why. Nor does a link isolation found between two sets of hosts (reporting/links.py): each
+side passes alone, so marking either would take healthy hosts out, and both the whole set; one line each
+(`LinkLeft`) names it and the fix. The reason starts with PREFIX so a later run knows its own marks from
+an operator's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pav import catalog
@@ -42,12 +45,25 @@ NAMING = (
 
 
 @dataclass(frozen=True)
-class Unnamed:
-    """The hosts of tests across hosts that failed naming none of them, and no part of their own: a mark on
-    each would take the healthy ones with the bad."""
+class Unmarked:
+    """Hosts a failed test ran on that no mark takes, and the one line that says why."""
 
     hosts: tuple[str, ...]
     tests: tuple[str, ...]
+
+    def line(self, verb: str) -> str:
+        raise NotImplementedError
+
+    def entry(self, action: str, verb: str) -> Action:
+        """The run's `actions` entry: one for all of them (`hosts`), no change made (`ok` null)."""
+        return Action(action, "", tests=self.tests, detail=self.line(verb), hosts=self.hosts)
+
+
+@dataclass(frozen=True)
+class Unnamed(Unmarked):
+    """The hosts of tests across hosts that failed naming none of them, and no part of their own: a mark on
+    each would take the healthy ones with the bad."""
+
     why: str  # isolation's note, or why no re-run named one
 
     def line(self, verb: str) -> str:
@@ -58,15 +74,32 @@ class Unnamed:
             f"say which host is bad ({self.why}); {NAMING}"
         )
 
-    def entry(self, action: str, verb: str) -> Action:
-        """The run's `actions` entry: one for all of them (`hosts`), no change made (`ok` null)."""
-        return Action(action, "", tests=self.tests, detail=self.line(verb), hosts=self.hosts)
+
+@dataclass(frozen=True)
+class LinkLeft(Unmarked):
+    """A link between two sets of hosts that each pass alone (reporting/links.py): the fabric's to fix."""
+
+    sides: tuple[str, ...]  # each side as a host range
+    between: str  # both sides, with their racks where the inventory names them
+
+    def line(self, verb: str) -> str:
+        """ "not draining a, b: a link between them failed TEST (each side passes it alone); fix ..." """
+        return (
+            f"not {verb} {', '.join(self.sides)}: a link between them failed {', '.join(self.tests)} "
+            f"(each side passes it alone); fix the fabric between {self.between}: a rack's uplink, a switch "
+            "port or a cable"
+        )
 
 
 @dataclass(frozen=True)
 class Decision:
     marks: list[Mark]
     unnamed: Unnamed | None  # hosts left unmarked though a failed test ran on them, and why
+    links: list[LinkLeft] = field(default_factory=list)  # links isolation found: no host marked for them
+
+    @property
+    def unmarked(self) -> list[Unmarked]:
+        return [*([self.unnamed] if self.unnamed else []), *self.links]
 
 
 def decide(results: dict[str, Any]) -> Decision:
@@ -78,7 +111,12 @@ def decide(results: dict[str, Any]) -> Decision:
     run_id = str(results.get("run_id") or "")
     by_host: dict[str, list[bad_parts.BadPart]] = {}
     unnamed: list[bad_parts.BadPart] = []
+    left = []
     for part in bad_parts.find(results):
+        if part.link is not None:
+            sides = tuple(compress(side) for side in part.link.sides)
+            left.append(LinkLeft(part.hosts, part.tests, sides, part.link.between))
+            continue
         if not part.named:
             unnamed.append(part)
             continue
@@ -88,7 +126,7 @@ def decide(results: dict[str, Any]) -> Decision:
     for host, parts in by_host.items():
         tests = tuple(dict.fromkeys(t for p in parts for t in p.tests))
         out.append(Mark(host, reason(run_id, parts[0], tests, len(parts) - 1), tests))
-    return Decision(out, _unnamed(results, unnamed, set(by_host)))
+    return Decision(out, _unnamed(results, unnamed, set(by_host)), left)
 
 
 def _unnamed(results: dict[str, Any], parts: list[bad_parts.BadPart], marked: set[str]) -> Unnamed | None:

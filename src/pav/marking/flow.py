@@ -69,9 +69,9 @@ def after_report(ctx: RunContext) -> None:
 
 def _mark(ctx: RunContext, sched: Scheduler) -> None:
     decided = decide.decide(ctx.results.to_dict())  # the same hosts on every scheduler: one decision
-    if decided.unnamed is not None:  # said as the run goes, and in the summary
-        print(f"{sched.action}: {decided.unnamed.line(sched.verb)}", flush=True)
-        ctx.results.actions.append(decided.unnamed.entry(sched.action, sched.verb))
+    for left in decided.unmarked:  # said as the run goes, and in the summary
+        print(f"{sched.action}: {left.line(sched.verb)}", flush=True)
+        ctx.results.actions.append(left.entry(sched.action, sched.verb))
     if decided.marks:
         ctx.results.actions += sched.mark(ctx, decided.marks)
 

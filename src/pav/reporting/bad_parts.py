@@ -1,5 +1,6 @@
 """The bad parts of a run, which summary.txt and report.html lead with: one entry per part (a host; a GPU by
-index, bus id and UUID; a CPU rank of a test on CPUs; a GPU pair; the fabric between hosts; an RDMA port),
+index, bus id and UUID; a CPU rank of a test on CPUs; a GPU pair; an RDMA port; the link between two sets of
+hosts isolation found (links.py); the fabric between hosts),
 however many tests and gates failed on it, with its worst figure against its gate and the likely cause.
 
 Built from the gates as results.json records them, not from reason strings: a derived gate names its `part`
@@ -10,18 +11,18 @@ part of its host(s) with its reason; of a crash across hosts, of the host of the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pav import first_failure
 from pav.hostlist import compress
-from pav.reporting import causes
+from pav.reporting import causes, links
 from pav.thresholds.gate import Gate, lookup
 
 BAD = ("fail", "error")
 # Parts in the order they are listed: the most specific first, since a slow GPU slows its pairs and host.
 # A rank: a CPU rank of a test's CPU flavour ("local rank 1 (CPU)"), where a GPU test names its GPU.
-KINDS = ("gpu", "rank", "pair", "port", "host", "fabric")
+KINDS = ("gpu", "rank", "pair", "port", "host", "link", "fabric")
 CPU_RANK = "local rank "
 REASON_CHARS = 160
 BASES = ("reference", "absolute", "profile", "relative")  # of one metric's failing gates, the one shown
@@ -67,14 +68,19 @@ class BadPart:
     # host of the rank a crash across hosts began with. A test across hosts that none of these name (2
     # hosts, no pair re-runs) names all its hosts, unnamed.
     named: bool = True
+    link: links.FoundLink | None = None  # of kind "link": its two sides, none of whose hosts is named
 
     @property
     def label(self) -> str:
         """The part for a table beside its hosts: the host itself, or what lies between hosts."""
+        if self.link is not None:
+            return "the link between them"
         return self.part or ("the host" if len(self.hosts) == 1 else "between them")
 
     @property
     def where(self) -> str:
+        if self.link is not None:
+            return f"link between {self.link.between}"
         return " ".join(x for x in (compress(self.hosts), self.part) if x)
 
     @property
@@ -97,16 +103,29 @@ def find(results: dict[str, Any]) -> list[BadPart]:
     """The run's bad parts, most specific kind first, then worst figure first."""
     suspects = {str(s.get("host")) for s in (results.get("isolation") or {}).get("suspects") or []}
     found: dict[tuple[tuple[str, ...], str], list[Figure]] = {}
+    between = {link.test: link for link in links.found(results)}
+    linked: dict[str, list[Figure]] = {}
     for test in results.get("tests") or []:
         if test.get("status") not in BAD:
             continue
+        if str(test.get("name")) in between and len(test.get("hosts") or []) > 1:
+            linked.setdefault(str(test.get("name")), []).extend(f for _, f in figures(test))
+            continue  # what fails across the sides is the link between them, not a host isolation named
         hosts = _where(test, suspects)
         for part, figure in figures(test):
             # A test across hosts with no part of its own is about what lies between them: the fabric.
             key = "fabric" if part in ("", "host") and len(hosts) > 1 else "" if part == "host" else part
             found.setdefault((hosts, key), []).append(figure)
     parts = [_part(hosts, part, figs, suspects) for (hosts, part), figs in found.items()]
+    parts += [_link(link, linked.get(name) or []) for name, link in between.items()]
     return sorted(parts, key=lambda p: (KINDS.index(p.kind), p.worst.score))
+
+
+def _link(link: links.FoundLink, figs: list[Figure]) -> BadPart:
+    """The link's part: the worst figure of its test across the sides, where one failed; its reason else."""
+    said = Figure(link.test, "", None, "", link.reason, "reason", links.CAUSE, 0.0)
+    part = _part(link.hosts, "", figs or [said], set())
+    return replace(part, kind="link", worst=replace(part.worst, cause=links.CAUSE), named=False, link=link)
 
 
 def figures(test: dict[str, Any]) -> list[tuple[str, Figure]]:

@@ -16,7 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from pav.hostlist import compress, natural_key
-from pav.reporting import bad_parts, burn_plots, causes, fold, gpu_grid, history, plots
+from pav.reporting import bad_parts, burn_plots, causes, fold, gpu_grid, history, links, plots
 from pav.reporting.changes import tuning_line
 from pav.results import NOTHING_RUN, TestResult, why_nothing_ran
 from pav.units import size_label
@@ -64,6 +64,7 @@ def context(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ())
         "summary": _summary(results.get("tests", [])),
         "bad_parts": bad_parts.find(results),
         "suspects": list(suspects.values()),
+        "links": links.found(results),
         "isolation_steps": isolation.get("steps") or [],
         "suspect_hosts": set(suspects),
         "matrix_hosts": hosts,
