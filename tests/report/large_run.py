@@ -7,9 +7,10 @@ to 8 (GPU i measures what the record's GPU i % 4 did). Two things are bad:
 - sim-x-12 is the slow node: its collectives are those of h100x4-gpu-busy (failing), and the all_reduce
   across the 64 hosts (h100x4-split-socket's as today's gates judge it, failing) names it as isolation's one
   suspect.
-linked_run() is the same run with a link at fault instead: the all_reduce across the 64 hosts passes on each
-rack alone (sim-x-[0-31] in r0, sim-x-[32-63] in r1) and fails in every pair across them, as isolation's own
-search (pav.isolation.isolate) finds on a model of the racks.
+healthy_run() is the same 64 hosts with nothing bad (a PASS). linked_run() is the run with a link at fault
+instead: the all_reduce across the 64 hosts passes on each rack alone (sim-x-[0-31] in r0, sim-x-[32-63] in
+r1) and fails in every pair across them, as isolation's own search (pav.isolation.isolate) finds on a model
+of the racks.
 """
 
 from __future__ import annotations
@@ -61,10 +62,22 @@ def run() -> RunResults:
         "20261129T060000.000Z-sim", "sim", "terraform/envs/sim", "/runs/large", "h100-sxm-8gpu", "auto",
         stages=[StageRecord(**s) for s in healthy["stages"]],
         hosts={h: HostRecord(h, status="ok", facts=copy.deepcopy(facts)) for h in HOSTS},
-        tests=[TestResult(**{k: v for k, v in t.items() if k in FIELDS}) for t in tests],
+        tests=[result(t) for t in tests],
         verdict="FAIL", isolation=isolation, gates={h: copy.deepcopy(gate_record) for h in HOSTS},
         timing=healthy.get("timing") or {},
     )  # fmt: skip
+
+
+def healthy_run() -> RunResults:
+    """The run with nothing bad: each host as the healthy record, no test across hosts; a PASS."""
+    healthy, out = record("h100x4-healthy"), run()
+    out.tests = [result(t) for host in HOSTS for t in host_tests(healthy, host)]
+    out.verdict, out.isolation = "PASS", {"suspects": [], "steps": [], "note": ""}
+    return out
+
+
+def result(test: dict[str, Any]) -> TestResult:
+    return TestResult(**{k: v for k, v in test.items() if k in FIELDS})
 
 
 def linked_run() -> RunResults:

@@ -102,3 +102,12 @@ def test_the_64_host_page_is_small_and_keeps_the_bad_rows_in_full(tmp_path: Path
     assert '<td>gemm_bf16_tflops.N</td><td>absolute</td><td class="num">511</td>' in gates
     assert "results.json beside this file (tests[].threshold.gates)" in gates
     assert "<script" not in page and not re.search(r'(src|href)="\w+:', page)  # nothing run, nothing fetched
+
+
+def test_a_healthy_64_host_page_is_small_too(tmp_path: Path) -> None:
+    """With no bad host the healthy grids fold all the same: a row per host with its lowest figures, each
+    host's map link landing on its row."""
+    page = html.render(large_run.healthy_run().to_dict(), tmp_path)
+    assert len(page.encode()) <= PAGE_BYTES
+    assert not re.findall(r'<section class="gpu-host"', page)
+    assert re.findall(r'<tr id="gpus-([^"]+)"><th>', page) == list(large_run.HOSTS)

@@ -7,8 +7,8 @@ folded row stays in results.json (tests[].threshold.gates, tests[].metrics), and
   row that fails, was not measured, or passes within NEAR_LIMIT of its bound; the rest become one row per
   metric (GPU indices folded) and basis: how many gates on how many hosts, the lowest and the median of the
   figure over its bound, and the host and part of the lowest.
-- GPU grids: where the grids fold (gpu_grid.GpuSection.fold), a healthy host is one row: the lowest figure
-  of each grid column and of its pairs, and the GPU it came from.
+- GPU grids: past gpu_grid.FOLD_AFTER hosts (gpu_grid.GpuSection.fold), a healthy host is one row: the
+  lowest figure of each grid column and of its pairs, and the GPU it came from.
 """
 
 from __future__ import annotations
