@@ -18,12 +18,21 @@ description:
   - Check mode reports what would change and writes nothing; diff mode returns one diff per file or folder
     that changes, each named by its path.
   - A file is written beside itself and renamed into place (atomic).
+  - A file given a C(line) and C(regexp) instead of C(content) keeps its other lines, as lineinfile does
+    it: the last line matching C(regexp) becomes C(line), else C(line) is appended.
+  - Each C(on_change) command runs after the files, only when its C(path) changed and not in check mode:
+    a handler's work without a handler's task run per host.
 options:
   files:
-    description: The files, each C(path), C(content) and C(mode) (octal string).
+    description: The files, each C(path), C(mode) (octal string) and C(content), or C(line) and C(regexp).
     type: list
     elements: dict
     required: true
+  on_change:
+    description: Commands, each C(path) (of a file or folder above) and C(argv), run when that path changed.
+    type: list
+    elements: dict
+    default: []
   dirs:
     description: Folders to make (or set the mode and owner of) before the files, each C(path) and C(mode).
     type: list
@@ -45,12 +54,18 @@ changed_paths:
   description: The files and folders that changed (or would, in check mode), in the order given.
   returned: always
   type: list
+ran:
+  description: The on_change commands that ran (argv each), in the order given.
+  returned: always
+  type: list
 """
 
 import grp
 import os
 import pwd
+import re
 import stat
+import subprocess
 import tempfile
 from typing import Any
 
@@ -96,7 +111,11 @@ def ensure_dir(module: AnsibleModule, spec: dict[str, Any], uid: int, gid: int) 
 
 
 def ensure_file(module: AnsibleModule, spec: dict[str, Any], uid: int, gid: int) -> dict[str, Any] | None:
-    path, mode, content = spec["path"], int(str(spec["mode"]), 8), str(spec["content"])
+    path, mode = spec["path"], int(str(spec["mode"]), 8)
+    if "content" in spec:
+        content = str(spec["content"])
+    else:
+        content = with_line(path, str(spec["regexp"]), str(spec["line"]))
     st = state(path)
     if st is not None and not stat.S_ISREG(st.st_mode):
         module.fail_json(msg=f"{path} exists and is not a regular file")
@@ -119,6 +138,42 @@ def ensure_file(module: AnsibleModule, spec: dict[str, Any], uid: int, gid: int)
     return {"before": before, "after": content, "before_header": path, "after_header": path}
 
 
+def with_line(path: str, regexp: str, line: str) -> str:
+    """The file's content with `line` where the last line matching `regexp` was, or appended (lineinfile's
+    rule); an absent file is empty."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines(keepends=True)
+    except FileNotFoundError:
+        lines = []
+    found = [i for i, text in enumerate(lines) if re.search(regexp, text.rstrip("\r\n"))]
+    if found:
+        lines[found[-1]] = line + "\n"
+    else:
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        lines.append(line + "\n")
+    return "".join(lines)
+
+
+def run_on_change(module: AnsibleModule, changed: list[str]) -> list[list[str]]:
+    ran = []
+    for spec in module.params["on_change"]:
+        if spec.get("path") not in changed or module.check_mode:
+            continue
+        argv = [str(a) for a in spec["argv"]]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            module.fail_json(
+                msg=f"{' '.join(argv)} failed (rc {proc.returncode}): {proc.stderr.strip()}",
+                changed=True,
+                changed_paths=changed,
+                ran=ran,
+            )
+        ran.append(argv)
+    return ran
+
+
 def write(path: str, content: str, mode: int, uid: int, gid: int) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".pav-", dir=os.path.dirname(path) or ".")
     try:
@@ -137,6 +192,7 @@ def main() -> None:
         argument_spec={
             "files": {"type": "list", "elements": "dict", "required": True},
             "dirs": {"type": "list", "elements": "dict", "default": []},
+            "on_change": {"type": "list", "elements": "dict", "default": []},
             "owner": {"type": "str", "default": "root"},
             "group": {"type": "str", "default": "root"},
         },
@@ -148,8 +204,9 @@ def main() -> None:
         (ensure_file, f) for f in module.params["files"]
     ]
     for step, spec in steps:
-        if not spec.get("path") or "mode" not in spec or (step is ensure_file and "content" not in spec):
-            needs = "path, mode and content" if step is ensure_file else "path and mode"
+        has_content = "content" in spec or ("line" in spec and "regexp" in spec)
+        if not spec.get("path") or "mode" not in spec or (step is ensure_file and not has_content):
+            needs = "path, mode and content (or line and regexp)" if step is ensure_file else "path and mode"
             module.fail_json(msg=f"each entry needs {needs}: {spec}")
         try:
             diff = step(module, spec, uid, gid)
@@ -158,7 +215,8 @@ def main() -> None:
         if diff is not None:
             changed.append(spec["path"])
             diffs.append(diff)
-    result: dict[str, Any] = {"changed": bool(changed), "changed_paths": changed}
+    ran = run_on_change(module, changed)
+    result: dict[str, Any] = {"changed": bool(changed), "changed_paths": changed, "ran": ran}
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

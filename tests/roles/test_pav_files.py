@@ -4,7 +4,10 @@ changed file is named with its own diff and left as it is."""
 
 from __future__ import annotations
 
+import os
 import sys
+from getpass import getuser
+from grp import getgrgid
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,9 @@ from pav.ansible_exec import PlaybookOutcome, run_playbook
 pytestmark = pytest.mark.slow  # real ansible-playbook runs
 
 
-def play(tmp_path: Path, name: str, check: bool = False) -> PlaybookOutcome:
-    """Both roles on this machine, their files under tmp_path, through the driver's playbook runner."""
+def play(tmp_path: Path, name: str, check: bool = False, tasks: list | None = None) -> PlaybookOutcome:
+    """Both roles (or `tasks`) on this machine, their files under tmp_path, through the driver's playbook
+    runner."""
     out = tmp_path / "out"
     variables = {
         "host_tuning_limits_file": str(out / "limits.conf"),
@@ -26,10 +30,10 @@ def play(tmp_path: Path, name: str, check: bool = False) -> PlaybookOutcome:
         "nccl_env_file": str(out / "etc" / "pav" / "nccl.env"),
         "nccl_env_profile_script": str(out / "pav-nccl.sh"),
     }
-    tasks = [{"ansible.builtin.include_role": {"name": r}} for r in ("host_tuning", "nccl_env")]
+    roles = [{"ansible.builtin.include_role": {"name": r}} for r in ("host_tuning", "nccl_env")]
     playbook = tmp_path / "play.yml"
     spec = {"name": "Files", "hosts": "all", "gather_facts": False, "vars": variables, "check_mode": check}
-    playbook.write_text(yaml.safe_dump([{**spec, "diff": True, "tasks": tasks}]))
+    playbook.write_text(yaml.safe_dump([{**spec, "diff": True, "tasks": tasks or roles}]))
     inventory = tmp_path / "hosts.yml"
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     inventory.write_text(yaml.safe_dump({"all": {"hosts": {"box": host}}}))
@@ -43,7 +47,7 @@ def test_each_roles_files_in_one_module_run_then_nothing_then_a_check_mode_diff(
     out = tmp_path / "out"
     first = play(tmp_path, "first")
     tuning, env = (
-        "host_tuning : Write the limits.d and sysctl.d files",
+        "host_tuning : Write the limits.d and sysctl.d files and the /dev/shm line in fstab",
         "nccl_env : Write the env file and profile script",
     )
     assert first.changes == {"box": [tuning, env]}  # one task (one module run) per role wrote everything
@@ -66,3 +70,32 @@ def test_each_roles_files_in_one_module_run_then_nothing_then_a_check_mode_diff(
     assert checked.diffs["box"][1]["text"] == f"{out / 'pav-nccl.sh'}: mode: 0600 -> 0644\n"
     assert (out / "limits.conf").read_text() == "edited\n"  # check mode wrote nothing
     assert oct((out / "pav-nccl.sh").stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_line_in_a_file_and_a_command_run_only_when_it_changed(tmp_path: Path) -> None:
+    """host_tuning's fstab line and its remount (here a touch: this machine's /dev/shm is not the test's)
+    ride in the files' module run: lineinfile's rule for the line, the command only after a change."""
+    out, fstab, ran = tmp_path / "out", tmp_path / "out" / "fstab", tmp_path / "out" / "ran"
+    out.mkdir()
+    fstab.write_text("proc /proc proc defaults 0 0\ntmpfs /dev/shm tmpfs defaults 0 0\n# last, no newline")
+    entry = {"path": str(fstab), "regexp": r"^\S+\s+/dev/shm\s", "line": "tmpfs /dev/shm tmpfs size=1g 0 0"}
+    module = {
+        "files": [{**entry, "mode": "0644"}],
+        "on_change": [{"path": str(fstab), "argv": ["touch", str(ran)]}],
+    }
+    task = [
+        {"name": "Line", "pav_files": {**module, "owner": getuser(), "group": getgrgid(os.getgid()).gr_name}}
+    ]
+    (tmp_path / "library").symlink_to(Path(__file__).parents[2] / "plugins" / "modules")  # beside the play
+    first = play(tmp_path, "first", tasks=task)
+    assert first.changes == {"box": ["Line"]} and ran.exists()
+    assert fstab.read_text() == (
+        "proc /proc proc defaults 0 0\ntmpfs /dev/shm tmpfs size=1g 0 0\n# last, no newline"
+    )
+    ran.unlink()
+    assert play(tmp_path, "second", tasks=task).changes == {} and not ran.exists()
+    fstab.write_text("tmpfs /dev/shm tmpfs size=2g 0 0\n")
+    checked = play(tmp_path, "check", check=True, tasks=task)
+    assert checked.changes == {"box": ["Line"]} and not ran.exists()  # check mode runs nothing
+    assert "+tmpfs /dev/shm tmpfs size=1g 0 0" in checked.diffs["box"][0]["text"].splitlines()
+    assert fstab.read_text() == "tmpfs /dev/shm tmpfs size=2g 0 0\n"
