@@ -23,7 +23,7 @@ DRIVER_OWNED = {
     "pav_payload_src": "the payload is the checkout's payload/",
     "torch_payload_installer": "the driver packs the checkout's payload/ for each run",
     "slurm_jobs_installer": "the driver packs the run's rendered job scripts for each validate",
-    "torch_payload_async_dir": "the driver keeps the facts read's job file in the run's folder on the host",
+    "torch_payload_async_dir": "the driver keeps the facts read's files in the run's folder on the host",
     "torch_payload_async_cleanup": "the driver skips it where the run's folder goes at teardown",
     "pav_mpi_needed": "MPI is set up where a planned test starts an MPI program; see pav_install_mpi",
     "pav_nccl_tests_needed": "nccl-tests is set up where a planned test runs it",

@@ -70,6 +70,7 @@ ANSIBLE_CFG = ROOT / "ansible" / "ansible.cfg"
 SCRIPTS = ROOT / "scripts"
 # The check of the tool's folders on a host: the roles run it, the driver's installer pastes it in.
 SAFE_DIR_SH = ROLES / "torch_payload" / "files" / "pav-safe-dir.sh"
+START_JOB_SH = ROLES / "torch_payload" / "files" / "pav-start-job.sh"
 
 
 def untrusted(path: Path, what: str) -> str | None:

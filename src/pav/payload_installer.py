@@ -23,18 +23,30 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pav.paths import SAFE_DIR_SH
+from pav.paths import SAFE_DIR_SH, START_JOB_SH
 
 UNCHANGED = "unchanged"
 
 _HEAD = r"""#!/bin/sh
-# pav payload: sh THIS_FILE DEST [DIR...] unpacks {name}/ into DEST, and makes each DIR (made by
-# provision-and-validate's driver).
+# pav payload: sh THIS_FILE DEST [DIR...] [-- JOB LIMIT_S ARGV...] unpacks {name}/ into DEST, makes each DIR,
+# and then starts ARGV in the background as start_job does (made by provision-and-validate's driver).
 set -eu
 umask 022
 {lib}
+{start_job}
 dest=$1
 shift
+# The DIRs, then the job: its start rides on this script's run, not a task run of its own (issue 65).
+finish() {{
+  while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+    safe_dir --make "$1" >/dev/null
+    shift
+  done
+  if [ "$#" -gt 0 ]; then
+    shift
+    start_job "$@"
+  fi
+}}
 # What is replaced whole: DEST itself (the payload's folder, on every launch's PYTHONPATH as root), or
 # DEST/{name} (a run's job scripts, in the run's folder).
 unit="$dest"{sub}
@@ -51,7 +63,7 @@ if [ -e "$unit" ] || [ -L "$unit" ]; then
   if [ "$count" -eq {count} ] && (cd "$dest" && sha256sum --status -c - 2>/dev/null) <<'PAV_SUMS'
 {sums}PAV_SUMS
   then
-    safe_dir --make "$@" >/dev/null
+    finish "$@"
     echo {unchanged}
     exit 0
   fi
@@ -71,7 +83,7 @@ fi
 mv -T -- "$new"{sub} "$unit"
 rm -rf -- "$new"
 trap - EXIT
-safe_dir --make "$@" >/dev/null
+finish "$@"
 echo unpacked
 """
 
@@ -85,6 +97,7 @@ def write_installer(script: Path, package: Path, *, whole: bool = True) -> Path:
     script.write_text(
         _HEAD.format(
             lib=SAFE_DIR_SH.read_text(),
+            start_job=START_JOB_SH.read_text(),
             name=package.name,
             sub="" if whole else shlex.quote(f"/{package.name}"),
             count=len(members),

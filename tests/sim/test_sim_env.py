@@ -98,7 +98,10 @@ def test_collect_fetched_every_hosts_results(full_run: FullRun) -> None:
 def test_roles_the_run_rules_out_cost_no_task_run_on_any_host(configured: Configured) -> None:
     """A role the extra vars rule out for the whole run (no Slurm launcher; teardown not riding on validate
     with --keep) leaves its play with no host, instead of a skipped task run per host (issue 65); the
-    preflight probe sets preflight_facts itself, without a set_fact run per host."""
+    preflight probe sets preflight_facts itself, without a set_fact run per host. host_tuning's fstab line,
+    remount and sysctl load ride in its files' module run; the payload's installer starts the facts read,
+    and one module run waits for it, fails the host or sets its facts (no async start, poll, cleanup,
+    `fail` or `set_fact`); the driver's installer picks an entry point without the archive way's skip."""
     seen: dict[str, set[str]] = {}
     for stage in ("configure", "validate"):
         folder = configured.box.run_dir("setup") / "ansible" / stage
@@ -111,6 +114,17 @@ def test_roles_the_run_rules_out_cost_no_task_run_on_any_host(configured: Config
         "Unpack the run's job scripts on the host",
         "Remove the run folder",
         "Record facts",
+        "Persist the /dev/shm size in fstab",
+        "Remount /dev/shm",
+        "Load sysctl settings",
+        "Read torch and the GPUs' facts with the payload",
+        "Wait for the facts read",
+        "Remove the facts read's job file",
+        "Fail with the fix when the payload cannot run",
+        "Deploy the payload package as one archive",
+        "Deploy the payload package as one archive and start the read",
     }
     assert seen and not ruled_out & set(seen), {task: seen[task] for task in ruled_out & set(seen)}
     assert "runner_on_ok" in seen["Gather host facts"]
+    assert seen["Record the host's torch and GPUs"] == {"runner_on_ok"}
+    assert seen["Unpack the driver's payload on the host and start the facts read"] == {"runner_on_ok"}

@@ -1,0 +1,1 @@
+../../../plugins/modules/pav_facts_wait.py
