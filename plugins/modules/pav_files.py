@@ -33,6 +33,10 @@ options:
     type: list
     elements: dict
     default: []
+  facts:
+    description: Host facts to set, returned as the module's ansible_facts (a set_fact's work, in this run).
+    type: dict
+    default: {}
   dirs:
     description: Folders to make (or set the mode and owner of) before the files, each C(path) and C(mode).
     type: list
@@ -193,6 +197,7 @@ def main() -> None:
             "files": {"type": "list", "elements": "dict", "required": True},
             "dirs": {"type": "list", "elements": "dict", "default": []},
             "on_change": {"type": "list", "elements": "dict", "default": []},
+            "facts": {"type": "dict", "default": {}},
             "owner": {"type": "str", "default": "root"},
             "group": {"type": "str", "default": "root"},
         },
@@ -217,6 +222,8 @@ def main() -> None:
             diffs.append(diff)
     ran = run_on_change(module, changed)
     result: dict[str, Any] = {"changed": bool(changed), "changed_paths": changed, "ran": ran}
+    if module.params["facts"]:
+        result["ansible_facts"] = module.params["facts"]
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

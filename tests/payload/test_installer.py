@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,29 @@ def test_a_changed_or_missing_file_is_unpacked_again(tmp_path: Path) -> None:
     next(p for p in (dest / "pav_payload").rglob("*.py")).unlink()
     assert unpack(script, dest) == "unpacked"
     assert package_files(dest) == package_files(PAYLOAD)
+
+
+def test_starts_a_job_in_the_background_once_unpacked_or_unchanged(tmp_path: Path) -> None:
+    """The facts read's start rides on the installer's run (issue 65): after the DIRs, `-- JOB LIMIT ARGV`
+    runs ARGV from / in the background, its output and exit code in JOB's files, whether the payload was
+    unpacked or already in place."""
+    script = write_installer(tmp_path / "payload.sh", PAYLOAD / "pav_payload")
+    dest = tmp_path / "payload"
+    job = dest / ".async" / "facts"
+    argv = ["sh", "-c", 'pwd; echo "said $1" >&2; exit 3', "sh", "it"]
+    for said in ("unpacked", UNCHANGED):
+        command = ["/bin/sh", str(script), str(dest), str(dest / ".async"), "--", str(job), "30", *argv]
+        run = subprocess.run(command, capture_output=True, text=True, check=False)
+        assert (run.returncode, run.stdout.strip()) == (0, said), run.stderr
+        rc = Path(f"{job}.rc")
+        for _ in range(600):  # a wait for the job's last write, not a timing: it ends at once
+            if rc.exists():
+                break
+            time.sleep(0.05)
+        assert rc.read_text() == "3\n"
+        assert Path(f"{job}.out").read_text() == "/\n" and Path(f"{job}.err").read_text() == "said it\n"
+        assert Path(f"{job}.pid").read_text().strip().isdigit()
+        rc.unlink()
 
 
 def run_installer(script: Path, dest: Path) -> subprocess.CompletedProcess[str]:

@@ -51,6 +51,7 @@ def test_each_roles_files_in_one_module_run_then_nothing_then_a_check_mode_diff(
         "nccl_env : Write the env file and profile script",
     )
     assert first.changes == {"box": [tuning, env]}  # one task (one module run) per role wrote everything
+    assert first.facts["box"]["nccl_env_info"] == {"fabric": "socket"}  # set by the same module run
     written = ["limits.conf", "sysctl.conf", "etc/pav", "etc/pav/nccl.env", "pav-nccl.sh"]
     assert [d["path"] for d in first.diffs["box"]] == [str(out / w) for w in written]
     assert "*     soft  memlock  unlimited" in (out / "limits.conf").read_text()

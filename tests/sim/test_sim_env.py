@@ -101,7 +101,8 @@ def test_roles_the_run_rules_out_cost_no_task_run_on_any_host(configured: Config
     preflight probe sets preflight_facts itself, without a set_fact run per host. host_tuning's fstab line,
     remount and sysctl load ride in its files' module run; the payload's installer starts the facts read,
     and one module run waits for it, fails the host or sets its facts (no async start, poll, cleanup,
-    `fail` or `set_fact`); the driver's installer picks an entry point without the archive way's skip."""
+    `fail` or `set_fact`); nccl_env's derived facts ride in its files' run; the driver's installer picks
+    an entry point without the archive way's skip."""
     seen: dict[str, set[str]] = {}
     for stage in ("configure", "validate"):
         folder = configured.box.run_dir("setup") / "ansible" / stage
@@ -123,8 +124,12 @@ def test_roles_the_run_rules_out_cost_no_task_run_on_any_host(configured: Config
         "Fail with the fix when the payload cannot run",
         "Deploy the payload package as one archive",
         "Deploy the payload package as one archive and start the read",
+        "Derive NCCL and UCX variables",
     }
     assert seen and not ruled_out & set(seen), {task: seen[task] for task in ruled_out & set(seen)}
     assert "runner_on_ok" in seen["Gather host facts"]
-    assert seen["Record the host's torch and GPUs"] == {"runner_on_ok"}
-    assert seen["Unpack the driver's payload on the host and start the facts read"] == {"runner_on_ok"}
+    for task in (
+        "Record the host's torch and GPUs",
+        "Unpack the driver's payload on the host and start the facts read",
+    ):
+        assert seen[task] == {"runner_on_start", "runner_on_ok"}, (task, seen[task])
