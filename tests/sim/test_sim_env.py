@@ -102,7 +102,7 @@ def test_roles_the_run_rules_out_cost_no_task_run_on_any_host(configured: Config
     remount and sysctl load ride in its files' module run; the payload's installer starts the facts read,
     and one module run waits for it, fails the host or sets its facts (no async start, poll, cleanup,
     `fail` or `set_fact`); nccl_env's derived facts ride in its files' run; the driver's installer picks
-    an entry point without the archive way's skip."""
+    an entry point without the archive way's skip, and collect's fetch one without the unpack's two."""
     seen: dict[str, set[str]] = {}
     for stage in ("configure", "validate"):
         folder = configured.box.run_dir("setup") / "ansible" / stage
@@ -125,6 +125,8 @@ def test_roles_the_run_rules_out_cost_no_task_run_on_any_host(configured: Config
         "Deploy the payload package as one archive",
         "Deploy the payload package as one archive and start the read",
         "Derive NCCL and UCX variables",
+        "Unpack the archive",
+        "Remove the controller's copy of the archive",
     }
     assert seen and not ruled_out & set(seen), {task: seen[task] for task in ruled_out & set(seen)}
     assert "runner_on_ok" in seen["Gather host facts"]
