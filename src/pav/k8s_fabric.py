@@ -1,7 +1,7 @@
 """The NCCL/UCX environment of the env's fabric profile for pods: the nccl_env role's variables and rules.
 
-On hosts, roles/nccl_env/tasks/derive.yml builds this from preflight's HCAs; pods have no preflight, so a
-k8s env names its HCAs in nccl_env_ib_hca. tests/k8s/test_fabric.py runs derive.yml itself and checks
+On hosts, roles/nccl_env/vars/main.yml builds this from preflight's HCAs; pods have no preflight, so a
+k8s env names its HCAs in nccl_env_ib_hca. tests/k8s/test_fabric.py renders vars/main.yml itself and checks
 both give the same environment, so the two cannot drift apart.
 """
 

@@ -26,6 +26,7 @@ KEY = re.compile(r"\bpav_[a-z0-9_]+")
 NOT_VARIABLES = {
     "pav_host_probe": "preflight's module (plugins/modules/pav_host_probe.py)",
     "pav_files": "host_tuning's and nccl_env's module (plugins/modules/pav_files.py)",
+    "pav_facts_wait": "torch_payload's module (plugins/modules/pav_facts_wait.py)",
     "pav_mpi_allreduce": "the mpi role's test program",
     "pav_cluster_ed25519": "the file name of mpirun's cluster key (mpi_cluster_key_name)",
     "pav_payload": "the payload's Python package (payload/pav_payload)",

@@ -1,5 +1,5 @@
-"""The pods' NCCL/UCX environment is the one roles/nccl_env derives: its derive.yml, run by Ansible with the
-k8s env's variables, gives the same variables as pav.k8s_fabric (so the two cannot drift apart)."""
+"""The pods' NCCL/UCX environment is the one roles/nccl_env derives: its vars/main.yml, rendered by Ansible
+with the k8s env's variables, gives the same variables as pav.k8s_fabric (so the two cannot drift apart)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,12 @@ def derive_with_ansible(group_vars: Path, tmp_path: Path) -> dict[str, str]:
             "hosts": "localhost",
             "connection": "local",
             "gather_facts": False,
-            "vars_files": [str(ROLE_DEFAULTS), str(group_vars)],
+            "vars_files": [
+                str(ROLE_DEFAULTS),
+                str(paths.ROLES / "nccl_env" / "vars" / "main.yml"),
+                str(group_vars),
+            ],
             "tasks": [
-                {"ansible.builtin.import_tasks": str(paths.ROLES / "nccl_env" / "tasks" / "derive.yml")},
                 {"ansible.builtin.copy": {"content": "{{ nccl_env_vars | to_json }}", "dest": str(out)}},
             ],
         }

@@ -22,10 +22,15 @@ SHELL_MODULES = (
     "ansible.builtin.raw",
 )
 # Values already quoted where they are built: a comment in their task says so.
-PRE_QUOTED = {"run_tests_launch_env"}  # roles/run_tests/tasks/launch.yml: each NAME=VALUE through quote
-# Shell code, not a value: the roles' own folder check (roles/torch_payload/files/pav-safe-dir.sh), pasted in.
+PRE_QUOTED = {
+    "run_tests_launch_env",  # roles/run_tests/tasks/launch.yml: each NAME=VALUE through quote
+    "torch_payload_read_job",  # roles/torch_payload/vars/main.yml: each argument through quote
+}
+# Shell code, not a value: the roles' own folder check and job start (roles/torch_payload/files/
+# pav-safe-dir.sh, pav-start-job.sh), pasted in.
 SHELL_CODE = re.compile(
-    r"^lookup\('ansible\.builtin\.file', (role_path ~ '/\.\./torch_payload/files/)?'?pav-safe-dir\.sh'\)$"
+    r"^lookup\('ansible\.builtin\.file', (role_path ~ '/\.\./torch_payload/files/)?'?"
+    r"pav-(safe-dir|start-job)\.sh'\)$"
 )
 SAFE = re.compile(r"\|\s*(quote|int)\s*$|map\('quote'\)|^ansible_managed$|regex_replace\('\[\^A-Za-z0-9_\]'")
 

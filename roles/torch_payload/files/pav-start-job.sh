@@ -1,6 +1,6 @@
 # pav-start-job.sh: start a command in the background on a host and leave its result in files, in POSIX sh.
 # Pasted into a shell (the driver's installer, the role's own start task), where it defines the function
-# only. The wait is one module run that blocks on the host (library/pav_job_wait.py), where Ansible's async
+# only. The wait is one module run that blocks on the host (library/pav_facts_wait.py), where Ansible's async
 # was a module run to start, one per poll and one to remove its job file, per host (issue 65).
 #
 # start_job JOB LIMIT_S ARGV...: ARGV from /, its stdin /dev/null, its output in JOB.out and JOB.err, its
