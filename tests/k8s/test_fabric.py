@@ -34,7 +34,7 @@ def derive_with_ansible(group_vars: Path, tmp_path: Path) -> dict[str, str]:
                 str(group_vars),
             ],
             "tasks": [
-                {"ansible.builtin.copy": {"content": "{{ nccl_env_vars | to_json }}", "dest": str(out)}},
+                {"ansible.builtin.copy": {"content": "{{ nccl_env_derived | to_json }}", "dest": str(out)}},
             ],
         }
     ]
