@@ -234,6 +234,9 @@ CALIBRATION += (
     Run("h200x1h-healthy-default", "PASS"),
     # Session 29's tree (383c715: launches start, then wait) on a sixth machine (GPU-38a33e5a...).
     Run("h200x1i-healthy-default", "PASS"),
+    # Session 30's tree (1592061: the payload's installer starts the facts read, pav_files writes fstab) on a
+    # seventh machine (GPU-ac267486...).
+    Run("h200x1j-healthy-default", "PASS"),
 )
 HEALTHY = [run for run in CALIBRATION if run.verdict == "PASS" and "duty" not in run.fixture]
 # Never fitted on by scripts/fit-references: runs recorded after the reference figures were set (on machines
@@ -244,6 +247,7 @@ LATER = frozenset(
         "h200x1g-healthy-default",
         "h200x1h-healthy-default",
         "h200x1i-healthy-default",
+        "h200x1j-healthy-default",
     }
 )
 SUSPECT: frozenset[str] = frozenset()
