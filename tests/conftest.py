@@ -30,13 +30,14 @@ PAYLOAD = ROOT / "payload"  # pav_payload, importable in tests through pytest's 
 # `scripts/test --fast` (pytest -m "not slow") leaves it out.
 HEAVY_FIXTURES = {
     "local_run", "sim_deps", "slurm_cluster", "configured", "sandbox",  # the pipeline, sim clusters
+    "fresh_hosts",  # two sim hosts no run has configured (tests/faults/conftest.py)
     "cluster", "sim_host",  # module-scoped sim hosts of tests/sim and tests/roles
 }  # fmt: skip
 
 
 # Session fixtures that bring up a cluster or run the pipeline once for many tests: under pytest-xdist
 # (scripts/test runs workers in parallel) every test that uses one goes to one worker, so it is made once.
-SHARED_FIXTURES = ("slurm_cluster", "configured", "local_run")
+SHARED_FIXTURES = ("slurm_cluster", "configured", "fresh_hosts", "local_run")
 
 
 # Every Python the suite starts keeps what it compiles from zips (tests/pyhook/sitecustomize.py): Ansible's

@@ -166,6 +166,54 @@ class Configured:
         return self.host_dir(index) / "var" / "lib" / "pav" / "runs" / run_id
 
 
+@dataclass
+class Fresh:
+    """Two sim hosts the tool made and no run has configured, provisioned once (--keep) for the checks that
+    need such hosts: test_check_mode on host 0, then test_fresh_hosts (file order, on one worker:
+    tests/conftest.py SHARED_FIXTURES), whose refusal needs host 1 untouched. Each had a provision of its
+    own (~15 s of the suite's wall time, docs/benchmarks.md)."""
+
+    box: Sandbox
+    inventory: Path  # both hosts
+    addresses: list[str]
+
+    def inventory_of(self, index: int) -> Path:
+        """An inventory of one host, with the env's group_vars beside it."""
+        folder = self.box.base / f"inv-{index}"
+        if not folder.exists():
+            shutil.copytree(self.inventory.parent, folder)
+            hosts = yaml.safe_load(self.inventory.read_text())["all"]["hosts"]
+            name = list(hosts)[index]
+            (folder / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {name: hosts[name]}}}))
+        return folder / "hosts.yml"
+
+    def host_dir(self, index: int) -> Path:
+        """What host `index` wrote to its own root (its overlay's upper layer)."""
+        return self.box.state / "sim" / "run" / str(index) / "fs" / "upper"
+
+
+# The runs the users of fresh_hosts make in its sandbox: its teardown checks that none of them left anything.
+FRESH_RUNS = ("provision", "check", "run", "mpi", "down")
+
+
+@pytest.fixture(scope="session")
+def fresh_hosts(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fresh]:
+    box = Sandbox(tmp_path_factory.mktemp("fresh")).open()
+    try:
+        up = box.cli("--env", "sim", "--hosts", "2", "--stages", "provision", "--keep", run="provision")
+        assert up.rc == 0, up.stdout + up.stderr
+        inventory = box.run_dir("provision") / "inventory" / "hosts.yml"
+        hosts = yaml.safe_load(inventory.read_text())["all"]["hosts"]
+        yield Fresh(box, inventory, [h["ansible_host"] for h in hosts.values()])
+        kept = box.results("provision")["run_id"]
+        down = box.cli("--env", "sim", "--stages", "teardown", "--reuse", kept, run="down")
+        assert down.rc == 0, down.stdout + down.stderr
+        runs = tuple(r for r in FRESH_RUNS if (box.run_dir(r) / "results.json").exists())
+        assert box.left(runs) == []
+    finally:
+        box.close()
+
+
 def terraform_resources(state: Path) -> list[str]:
     """What the env's Terraform state still holds (what `terraform state list` would print)."""
     path = state / "terraform.tfstate"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import Sandbox
+from tests.faults.conftest import Fresh
 
 pytestmark = pytest.mark.slow
 
@@ -43,36 +43,32 @@ def listing(upper: Path, skip: Path) -> dict[str, str]:
     return found
 
 
-def test_a_check_mode_run_changes_nothing_outside_its_folder(sim_deps: None, sandbox: Sandbox) -> None:
-    # A host the tool made but never configured: no key, payload or build of an earlier run is there to hide
-    # a write that repeats it.
-    up = sandbox.cli("--env", "sim", "--hosts", "1", "--stages", "provision", "--keep", run="provision")
-    assert up.rc == 0, up.stdout + up.stderr
-    inventory = sandbox.run_dir("provision") / "inventory" / "hosts.yml"
+def test_a_check_mode_run_changes_nothing_outside_its_folder(fresh_hosts: Fresh) -> None:
+    # Host 0 of the shared fresh hosts: the tool made it, no run configured it, so no key, payload or build of
+    # an earlier run is there to hide a write that repeats it (host 1 is test_fresh_hosts', left untouched).
+    box = fresh_hosts.box
     # The host's own writes land in its overlay's upper layer: anything the run changes shows there.
-    host = sandbox.state / "sim" / "run" / "0" / "fs" / "upper"
+    host = fresh_hosts.host_dir(0)
     before = listing(host, Path("/nonexistent"))
     # mpi_allreduce (skipped on one host) is planned so that configure sets MPI up: it only does for tests
     # that start MPI programs.
-    run = sandbox.cli(
-        "--inventory", str(inventory), "--check-tuning",
+    run = box.cli(
+        "--inventory", str(fresh_hosts.inventory_of(0)), "--check-tuning",
         "--stages", "configure,validate,collect,report,teardown",
-        "--tests", "torch_gloo_allreduce,mpi_allreduce",
+        "--tests", "torch_gloo_allreduce,mpi_allreduce", run="check",
     )  # fmt: skip
     assert run.rc == 0, run.stdout + run.stderr
-    results = sandbox.results()
+    results = box.results("check")
     assert results["verdict"] == "PASS"
+    [name] = results["hosts"]
+    assert name == next(iter(box.results("provision")["hosts"])) and name.endswith("-0"), name
     own = host / "var" / "lib" / "pav" / "runs" / results["run_id"]
     after = listing(host, own)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     assert changed == [], changed[:20]
     assert not own.exists()
-    [name] = results["hosts"]
     # MPI was set up all the same, inside the run's folder, with the login user's SSH left alone.
     mpi = results["hosts"][name]["facts"]["mpi"]
     assert mpi["launcher"] == f"/var/lib/pav/runs/{results['run_id']}/mpi/bin/pav-mpirun", mpi
     assert mpi["ssh_setup"] is False
-    kept = sandbox.results("provision")["run_id"]
-    down = sandbox.cli("--env", "sim", "--stages", "teardown", "--reuse", kept, run="down")
-    assert down.rc == 0, down.stdout + down.stderr
-    assert sandbox.left(("provision", "run", "down")) == []
+    # Nothing of the run is left here either: fresh_hosts' teardown checks its run ("check") with the hosts'.

@@ -10,71 +10,34 @@
   first.
 
 One provision for both (and no run of their own for the default folder): each was a cluster of its own, ~40 s
-of the suite's wall time apiece (docs/benchmarks.md). The tests run in file order; the refusal needs a host
-no run has touched."""
+of the suite's wall time apiece (docs/benchmarks.md). The hosts are tests/faults/conftest.py's fresh_hosts,
+which test_check_mode uses first, on host 0 only. The tests run in file order; the refusal needs a host no
+run has touched."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
-import yaml
 
 from tests.docs_quotes import assert_documented
-from tests.faults.conftest import Sandbox, error_lines, ssh
+from tests.faults.conftest import Fresh, error_lines, ssh
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fresh_hosts")]
+pytestmark = pytest.mark.slow
 
 PLANTED = "/var/tmp/pav-planted"
 
 
-@dataclass
-class Fresh:
-    box: Sandbox
-    inventory: Path  # both hosts
-    addresses: list[str]
-
-    def inventory_of(self, index: int) -> Path:
-        """An inventory of one host, with the env's group_vars beside it."""
-        folder = self.box.base / f"inv-{index}"
-        if not folder.exists():
-            shutil.copytree(self.inventory.parent, folder)
-            hosts = yaml.safe_load(self.inventory.read_text())["all"]["hosts"]
-            name = list(hosts)[index]
-            (folder / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {name: hosts[name]}}}))
-        return folder / "hosts.yml"
-
-
-@pytest.fixture(scope="module")
-def fresh(sim_deps: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fresh]:
-    box = Sandbox(tmp_path_factory.mktemp("fresh")).open()
-    try:
-        up = box.cli("--env", "sim", "--hosts", "2", "--stages", "provision", "--keep", run="provision")
-        assert up.rc == 0, up.stdout + up.stderr
-        inventory = box.run_dir("provision") / "inventory" / "hosts.yml"
-        hosts = yaml.safe_load(inventory.read_text())["all"]["hosts"]
-        yield Fresh(box, inventory, [h["ansible_host"] for h in hosts.values()])
-        kept = box.results("provision")["run_id"]
-        down = box.cli("--env", "sim", "--stages", "teardown", "--reuse", kept, run="down")
-        assert down.rc == 0, down.stdout + down.stderr
-        runs = [r for r in ("provision", "run", "mpi", "down") if (box.run_dir(r) / "results.json").exists()]
-        assert box.left(tuple(runs)) == []
-    finally:
-        box.close()
-
-
-def test_a_work_folder_a_local_user_made_first_is_refused_and_nothing_planted_runs(fresh: Fresh) -> None:
-    box, address = fresh.box, fresh.addresses[1]
+def test_a_work_folder_a_local_user_made_first_is_refused_and_nothing_planted_runs(
+    fresh_hosts: Fresh,
+) -> None:
+    box, address = fresh_hosts.box, fresh_hosts.addresses[1]
     plant = (
         f"mkdir -p {PLANTED}/payload && chown -R nobody: {PLANTED} && "
         f"echo \"open('/root/PWNED', 'w').close()\" > {PLANTED}/payload/sitecustomize.py"
     )
     assert ssh(box, address, plant).returncode == 0
     run = box.cli(
-        "--inventory", str(fresh.inventory_of(1)), "--stages", "configure,validate,collect,report,teardown",
+        "--inventory", str(fresh_hosts.inventory_of(1)),
+        "--stages", "configure,validate,collect,report,teardown",
         "--tests", "torch_gloo_allreduce", "-e", f"pav_remote_dir={PLANTED}",
     )  # fmt: skip
     assert run.rc == 2, run.stdout + run.stderr
@@ -86,16 +49,18 @@ def test_a_work_folder_a_local_user_made_first_is_refused_and_nothing_planted_ru
     assert ssh(box, address, f"rm -rf {PLANTED}").returncode == 0
 
 
-def test_the_mpi_cluster_key_is_gone_after_teardown_and_the_default_folder_is_roots(fresh: Fresh) -> None:
-    box = fresh.box
+def test_the_mpi_cluster_key_is_gone_after_teardown_and_the_default_folder_is_roots(
+    fresh_hosts: Fresh,
+) -> None:
+    box = fresh_hosts.box
     run = box.cli(
-        "--inventory", str(fresh.inventory), "--apply-tuning", "--tests", "mpi_allreduce",
+        "--inventory", str(fresh_hosts.inventory), "--apply-tuning", "--tests", "mpi_allreduce",
         "--stages", "configure,validate,collect,report,teardown", run="mpi",
     )  # fmt: skip
     assert run.rc == 0, run.stdout + run.stderr
     hosts = box.results("mpi")["hosts"]
     assert hosts[next(iter(hosts))]["facts"]["mpi"]["ssh_setup"] is True
-    for address in fresh.addresses:
+    for address in fresh_hosts.addresses:
         left = ssh(
             box, address,
             "grep -c ' pav-cluster$' ~/.ssh/authorized_keys; grep -c 'pav mpi cluster' ~/.ssh/known_hosts "
@@ -106,6 +71,6 @@ def test_the_mpi_cluster_key_is_gone_after_teardown_and_the_default_folder_is_ro
         assert "pav_cluster_ed25519" not in left.stdout and "authorized_keys" in left.stdout
     # The default folder on the host where a planted one was refused: made by root with a plain mkdir.
     # (runs/, empty once the run's teardown removed its folder, goes with it.)
-    made = ssh(box, fresh.addresses[1], "stat -c '%U %a %F' /var/lib/pav /var/lib/pav/payload")
+    made = ssh(box, fresh_hosts.addresses[1], "stat -c '%U %a %F' /var/lib/pav /var/lib/pav/payload")
     assert made.stdout.splitlines() == ["root 755 directory"] * 2, made.stdout + made.stderr
-    assert ssh(box, fresh.addresses[1], "test ! -e /root/PWNED").returncode == 0
+    assert ssh(box, fresh_hosts.addresses[1], "test ! -e /root/PWNED").returncode == 0
