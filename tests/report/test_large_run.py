@@ -6,15 +6,34 @@ from real runs' records."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
+
+import pytest
 
 from pav.reporting import html, summary
 from tests.report import large_run
 from tests.report.large_run import BAD_GPU, BAD_HOST, SLOW_HOST
 
+# Each 64-host run is built and rendered once for the module (rendering reads it, never changes it): ~0.8
+# CPU-s a render, once per test before (docs/benchmarks.md, session 30).
 
-def test_a_64_host_summary_fits_60_lines_of_120_columns() -> None:
-    lines = summary.render(large_run.run()).splitlines()
+
+@pytest.fixture(scope="module")
+def text() -> str:
+    return summary.render(large_run.run())
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return html.render(large_run.run().to_dict(), tmp_path_factory.mktemp("large"))
+
+
+@pytest.fixture(scope="module")
+def healthy_page(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return html.render(large_run.healthy_run().to_dict(), tmp_path_factory.mktemp("healthy"))
+
+
+def test_a_64_host_summary_fits_60_lines_of_120_columns(text: str) -> None:
+    lines = text.splitlines()
     assert len(lines) <= 60, "\n".join(lines)
     assert max(len(line) for line in lines) <= summary.WIDTH == 120
     # The bad GPU and the slow node lead: the first bad part, then the node.
@@ -23,8 +42,7 @@ def test_a_64_host_summary_fits_60_lines_of_120_columns() -> None:
     assert any(line.startswith(f"  {SLOW_HOST}:") for line in lines[3:10])
 
 
-def test_hosts_alike_are_one_row_named_as_a_range() -> None:
-    text = summary.render(large_run.run())
+def test_hosts_alike_are_one_row_named_as_a_range(text: str) -> None:
     lines = text.splitlines()
     assert (
         "64 hosts sim-x-[0-63]  ok      8"
@@ -41,8 +59,8 @@ def test_hosts_alike_are_one_row_named_as_a_range() -> None:
     ]
 
 
-def test_failing_tests_come_before_passing_ones() -> None:
-    lines = summary.render(large_run.run()).splitlines()
+def test_failing_tests_come_before_passing_ones(text: str) -> None:
+    lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("test  "))
     table = lines[start : lines.index("", start)]
     column = table[0].index("status")
@@ -50,11 +68,10 @@ def test_failing_tests_come_before_passing_ones() -> None:
     assert statuses == ["fail"] * 4 + ["pass"] * 5
 
 
-def test_the_report_maps_all_512_gpus_with_the_bad_one_marked_and_first(tmp_path: Path) -> None:
+def test_the_report_maps_all_512_gpus_with_the_bad_one_marked_and_first(page: str) -> None:
     """report.html's map of every GPU: 64 rows in natural order, a cell per GPU, the one red cell the slow
     GPU, named above the map with a link to its host's grid, which leads the hosts' grids; the healthy
     hosts' grids fold under one summary."""
-    page = html.render(large_run.run().to_dict(), tmp_path)
     start = page.index('<section class="gpu-map"')
     gpu_map = page[start : page.index("</section>", start)]
     cells = re.findall(r'<td class="map-cell map-(\w+)" data-gpu="([^"]+)"', gpu_map)
@@ -81,10 +98,9 @@ def test_the_report_maps_all_512_gpus_with_the_bad_one_marked_and_first(tmp_path
 PAGE_BYTES = 600_000
 
 
-def test_the_64_host_page_is_small_and_keeps_the_bad_rows_in_full(tmp_path: Path) -> None:
+def test_the_64_host_page_is_small_and_keeps_the_bad_rows_in_full(page: str) -> None:
     """Under PAGE_BYTES, with the bad GPU's and the slow node's gate rows whole (host, figure, bound,
     status), the rest of each test's gates folded, and the page naming results.json for every row."""
-    page = html.render(large_run.run().to_dict(), tmp_path)
     assert len(page.encode()) <= PAGE_BYTES
     gates = page[page.index('<h2 id="gates">') : page.index('<h2 id="bandwidth">')]
     kept = re.findall(
@@ -104,10 +120,9 @@ def test_the_64_host_page_is_small_and_keeps_the_bad_rows_in_full(tmp_path: Path
     assert "<script" not in page and not re.search(r'(src|href)="\w+:', page)  # nothing run, nothing fetched
 
 
-def test_a_healthy_64_host_page_is_small_too(tmp_path: Path) -> None:
+def test_a_healthy_64_host_page_is_small_too(healthy_page: str) -> None:
     """With no bad host the healthy grids fold all the same: a row per host with its lowest figures, each
     host's map link landing on its row."""
-    page = html.render(large_run.healthy_run().to_dict(), tmp_path)
-    assert len(page.encode()) <= PAGE_BYTES
-    assert not re.findall(r'<section class="gpu-host"', page)
-    assert re.findall(r'<tr id="gpus-([^"]+)"><th>', page) == list(large_run.HOSTS)
+    assert len(healthy_page.encode()) <= PAGE_BYTES
+    assert not re.findall(r'<section class="gpu-host"', healthy_page)
+    assert re.findall(r'<tr id="gpus-([^"]+)"><th>', healthy_page) == list(large_run.HOSTS)

@@ -8,9 +8,13 @@ from __future__ import annotations
 import re
 from html import unescape
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from pav.marking import decide
 from pav.reporting import bad_parts, html, links, summary
+from pav.results import RunResults
 from tests.report import large_run
 from tests.report.large_run import BAD_HOST, SLOW_HOST
 
@@ -18,8 +22,21 @@ MULTI = "torch_nccl_allreduce_multi"
 BETWEEN = "sim-x-[0-31] (rack r0) and sim-x-[32-63] (rack r1)"
 
 
-def test_a_link_is_a_bad_part_naming_both_sides_and_their_racks() -> None:
-    found = bad_parts.find(large_run.linked_run().to_dict())
+# The run is built once for the module: the report, marking and the summary read it, never change it.
+@pytest.fixture(scope="module")
+def linked() -> RunResults:
+    return large_run.linked_run()
+
+
+@pytest.fixture(scope="module")
+def linked_dict(linked: RunResults) -> dict[str, Any]:
+    return linked.to_dict()
+
+
+def test_a_link_is_a_bad_part_naming_both_sides_and_their_racks(
+    linked: RunResults, linked_dict: dict[str, Any]
+) -> None:
+    found = bad_parts.find(linked_dict)
     assert [(p.kind, p.where) for p in found] == [
         ("gpu", f"{BAD_HOST} {found[0].part}"),
         ("host", SLOW_HOST),
@@ -29,11 +46,11 @@ def test_a_link_is_a_bad_part_naming_both_sides_and_their_racks() -> None:
     assert link.tests == (MULTI,) and not link.named and link.worst.cause == links.CAUSE
     assert link.worst.measured.startswith("busbw_gbps.all_reduce.8589934592 5.072 GB/s")
     # The verdict's "what failed": the summary's bad parts name it.
-    assert f"  link between {BETWEEN}: busbw_gbps" in summary.render(large_run.linked_run())
+    assert f"  link between {BETWEEN}: busbw_gbps" in summary.render(linked)
 
 
-def test_marking_takes_no_host_for_a_link_and_says_so() -> None:
-    decided = decide.decide(large_run.linked_run().to_dict())
+def test_marking_takes_no_host_for_a_link_and_says_so(linked_dict: dict[str, Any]) -> None:
+    decided = decide.decide(linked_dict)
     assert [m.host for m in decided.marks] == [BAD_HOST, SLOW_HOST]  # their own parts, not the link's
     assert decided.unnamed is None
     [left] = decided.unmarked
@@ -45,8 +62,8 @@ def test_marking_takes_no_host_for_a_link_and_says_so() -> None:
     assert entry.hosts == tuple(large_run.HOSTS) and entry.ok is None and entry.tests == (MULTI,)
 
 
-def test_the_report_shows_the_link_with_its_evidence(tmp_path: Path) -> None:
-    page = html.render(large_run.linked_run().to_dict(), tmp_path)
+def test_the_report_shows_the_link_with_its_evidence(linked_dict: dict[str, Any], tmp_path: Path) -> None:
+    page = html.render(linked_dict, tmp_path)
     rows = [cells(row) for row in re.findall(r'<tr class="bad-part">(.*?)</tr>', page, re.S)]
     assert rows[-1][:2] == [BETWEEN, "the link between them"] and rows[-1][4] == MULTI
     section = page[page.index('<section class="suspects links" id="links">') :]
