@@ -54,10 +54,10 @@ if "PAV_TEST_ZIPCACHE" not in os.environ:
 
 
 class _CompiledTemplates(jinja2.BytecodeCache):
-    """Each report render makes its own jinja2 Environment and so compiles report.html.j2 anew (0.16 CPU-s, a
-    tenth of the fast lane's CPU: docs/benchmarks.md, session 30). The suite keeps the compiled code per
-    process: jinja2 checks the source's checksum before it takes a cached template, so an edited template
-    compiles anew and every render is the one the tool makes."""
+    """Each report render makes its own jinja2 Environment and so compiles report.html.j2 anew (0.16 CPU-s a
+    render; test_report_stage alone renders 63 times: docs/benchmarks.md, session 30). The suite keeps the
+    compiled code per process: jinja2 checks the source's checksum before it takes a cached template, so an
+    edited template compiles anew and every render is the one the tool makes."""
 
     def __init__(self) -> None:
         self.compiled: dict[str, bytes] = {}
