@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jinja2
 import pytest
 
 from pav.provisioning import sim
@@ -51,35 +50,6 @@ if "PAV_TEST_ZIPCACHE" not in os.environ:
     _OWN_ZIPCACHE.append(tempfile.mkdtemp(prefix="pav-test-pyc-"))
     os.environ["PAV_TEST_ZIPCACHE"] = _OWN_ZIPCACHE[0]
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(PYHOOK), os.environ.get("PYTHONPATH"))))
-
-
-class _CompiledTemplates(jinja2.BytecodeCache):
-    """Each report render makes its own jinja2 Environment and so compiles report.html.j2 anew (0.16 CPU-s a
-    render; test_report_stage alone renders 63 times: docs/benchmarks.md, session 30). The suite keeps the
-    compiled code per process: jinja2 checks the source's checksum before it takes a cached template, so an
-    edited template compiles anew and every render is the one the tool makes."""
-
-    def __init__(self) -> None:
-        self.compiled: dict[str, bytes] = {}
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        if bucket.key in self.compiled:
-            bucket.bytecode_from_string(self.compiled[bucket.key])
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        self.compiled[bucket.key] = bucket.bytecode_to_string()
-
-
-_COMPILED = _CompiledTemplates()
-_jinja_init = jinja2.Environment.__init__
-
-
-def _environment_with_compiled(self: jinja2.Environment, *args: Any, **kwargs: Any) -> None:
-    kwargs.setdefault("bytecode_cache", _COMPILED)
-    _jinja_init(self, *args, **kwargs)
-
-
-jinja2.Environment.__init__ = _environment_with_compiled  # type: ignore[method-assign]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -7,6 +7,7 @@ runs, each host's GPU grid and pair heatmap; every reason, gate and figure follo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from html import escape
 from pathlib import Path
@@ -28,6 +29,13 @@ STATUS_ORDER = {"fail": 0, "error": 1, "interrupted": 2, "pass": 3, "skipped": 4
 
 
 def render(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) -> str:
+    return _environment().get_template("report.html.j2").render(**context(results, run_dir, secrets))
+
+
+# One per process: an Environment keeps the templates it compiled (report.html.j2 is ~0.16 CPU-s to compile,
+# most of a render), and its loader still reloads a template whose file changed.
+@functools.cache
+def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
@@ -41,7 +49,7 @@ def render(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) 
     env.filters["breakable"] = lambda name: Markup(
         "_<wbr>".join(escape(part) for part in str(name).split("_"))
     )
-    return env.get_template("report.html.j2").render(**context(results, run_dir, secrets))
+    return env
 
 
 def fallback(message: str) -> str:
