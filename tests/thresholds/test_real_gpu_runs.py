@@ -252,6 +252,19 @@ CALIBRATION += (
         (*SINGLE_TRAINING, "train_gpu_fsdp"),
     ),
 )
+# Session 30 on a 2x H200 (GPU-6e75e271..., GPU-b9b7f2b2...), the default local set: every figure healthy
+# (GEMM 795/786, HBM 4,220/4,224, p2p 386.6, nccl-tests' reduce_scatter 298.0 = 1.005 of its reference) but
+# torch's reduce_scatter at 8 GiB, 284.4 GB/s = 0.955 of its reference against the gate's 0.96: a FAIL on a
+# healthy machine. Three runs of that test alone on the same GPUs right after read 292.3, 293.6 and 316.4
+# (all_gather 307.5, 294.4, 310.9): the figure moves 11% between runs, more than its gate allows. The gate is
+# kept, not loosened for the run; the figure needs a steadier measurement (docs/thresholds.md).
+X2D_HOST = "host: busbw_gbps.reduce_scatter.8589934592 284.4 GB/s"
+CALIBRATION += (
+    Run("h200x2d-healthy-default", "FAIL", X2D_HOST, ("torch_nccl_collectives",)),
+    Run("h200x2d-collectives-1", "PASS"),
+    Run("h200x2d-collectives-2", "PASS"),
+    Run("h200x2d-collectives-3", "PASS"),
+)
 HEALTHY = [run for run in CALIBRATION if run.verdict == "PASS" and "duty" not in run.fixture]
 # Never fitted on by scripts/fit-references: runs recorded after the reference figures were set (on machines
 # not used to set them), and runs under investigation (docs/thresholds.md, "Reference figures").
@@ -263,9 +276,12 @@ LATER = frozenset(
         "h200x1i-healthy-default",
         "h200x1j-healthy-default",
         "h200x1k-healthy-default",
+        "h200x2d-collectives-1",
+        "h200x2d-collectives-2",
+        "h200x2d-collectives-3",
     }
 )
-SUSPECT: frozenset[str] = frozenset()
+SUSPECT: frozenset[str] = frozenset({"h200x2d-healthy-default"})
 GPU_BUSY = [run for run in CALIBRATION if "gpu-busy" in run.fixture]
 
 
