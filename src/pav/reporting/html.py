@@ -24,8 +24,8 @@ from pav.units import size_label
 
 TEMPLATES = Path(__file__).parent / "templates"
 SUMMARY_ORDER = ("pass", "fail", "skipped", "error", "interrupted")  # as results.json's summary
-# The worst of a cell's results shows.
-STATUS_ORDER = {"fail": 0, "error": 1, "interrupted": 2, "pass": 3, "skipped": 4}
+# The worst of a cell's results shows, in the order the folded gate tables rank a test's results by.
+STATUS_ORDER = {status: rank for rank, status in enumerate(fold.WORST_FIRST)}
 
 
 def render(results: dict[str, Any], run_dir: Path, secrets: Iterable[str] = ()) -> str:
