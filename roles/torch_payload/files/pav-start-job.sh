@@ -14,12 +14,18 @@ start_job() {
   # Ignored before the fork, so the job is born ignoring it: a script task runs over `ssh -tt`, whose
   # pseudo-terminal hangs up on the job's process group as the task returns.
   trap '' HUP
-  (
-    set +e
+  # In a session of its own (setsid, as Ansible's async daemonizes its jobs): over the local connection the
+  # job would otherwise share the Ansible worker's session and process group, which Ansible signals as a
+  # group (killpg) when it ends a worker. Suite runs lost the read's shell, unexplained otherwise, on two
+  # inventory hosts of one machine (tests/driver/test_split_machine.py).
+  sj_setsid=$(command -v setsid || true)
+  $sj_setsid /bin/sh -c '
+    job=$1 limit=$2
+    shift 2
     cd / || exit
-    timeout -k 5 "$sj_limit" "$@" >"$sj_job.out" 2>"$sj_job.err"
-    echo "$?" >"$sj_job.rc.new" && mv -f -- "$sj_job.rc.new" "$sj_job.rc"
-  ) </dev/null >/dev/null 2>&1 &
+    timeout -k 5 "$limit" "$@" >"$job.out" 2>"$job.err"
+    echo "$?" >"$job.rc.new" && mv -f -- "$job.rc.new" "$job.rc"
+  ' pav-start-job "$sj_job" "$sj_limit" "$@" </dev/null >/dev/null 2>&1 &
   echo "$!" >"$sj_job.pid"
   trap - HUP
 }
