@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -81,15 +83,23 @@ def test_during_configure(sim_deps: None, sandbox: Sandbox, name: str) -> None:
     assert sandbox.left(("run",)) == []
 
 
-def test_a_cut_configure_keeps_what_it_did_to_the_host(sandbox: Sandbox) -> None:
+def test_a_cut_configure_keeps_what_it_did_to_the_host(sandbox: Sandbox, tmp_path: Path) -> None:
     """Mid configure on this machine (--env local), once a task changed the host (in check mode: would
     change it): the host keeps that change and says configure was cut on it, where it once read
-    `unknown ? not configured`; the progress line says `interrupted`, not `not run`."""
-    proc = sandbox.start("--tests", "torch_gloo_allreduce")
-    events = sandbox.run_dir("run") / "ansible" / "configure" / "artifacts"
-    first = wait_for("a configure task that changed the host", lambda: changed_task(events), 300, proc)
-    send(proc, "SIGINT")
-    results, out = finish_printed(proc, "SIGINT", "configure", sandbox)
+    `unknown ? not configured`; the progress line says `interrupted`, not `not run`.
+    The payload's Python is held until the signal is sent, so configure's last task (the wait for the facts
+    read) cannot end first: configure on this machine takes 3 s, and a signal sent after its first change
+    came once the play had ended on the host (seen in CI and here every time)."""
+    python, held, go = held_python(tmp_path / "hold")
+    proc = sandbox.start("--tests", "torch_gloo_allreduce", "-e", f"torch_payload_python={python}")
+    try:
+        events = sandbox.run_dir("run") / "ansible" / "configure" / "artifacts"
+        first = wait_for("a configure task that changed the host", lambda: changed_task(events), 300, proc)
+        wait_for("the facts read, held", held.exists, 300, proc)
+        send(proc, "SIGINT")
+        results, out = finish_printed(proc, "SIGINT", "configure", sandbox)
+    finally:
+        go.touch()
     host = results["hosts"]["localhost"]
     assert host["status"] == "interrupted" and first in host["changes"], host
     summary = unfolded((sandbox.run_dir("run") / "summary.txt").read_text().splitlines())
@@ -100,6 +110,21 @@ def test_a_cut_configure_keeps_what_it_did_to_the_host(sandbox: Sandbox) -> None
     # leaves its AnsiballZ payload folder in TMPDIR (ansible_<module>_payload_*). Nothing else may be left.
     left = [f for f in sandbox.left(("run",)) if not re.search(r"/ansible_\S+_payload_", f)]
     assert left == []
+
+
+def held_python(folder: Path) -> tuple[Path, Path, Path]:
+    """A payload Python that says it started (`held`), then waits for `go` (a minute at most, so a test that
+    died leaves nothing for long) and runs the driver's own Python."""
+    folder.mkdir()
+    python, held, go = folder / "python", folder / "held", folder / "go"
+    python.write_text(
+        "#!/bin/sh\n"
+        f": >{shlex.quote(str(held))}\n"
+        f"i=0; while [ ! -e {shlex.quote(str(go))} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done\n"
+        f'exec {shlex.quote(sys.executable)} "$@"\n'
+    )
+    python.chmod(0o755)
+    return python, held, go
 
 
 def changed_task(events: Path) -> str | None:
