@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,22 @@ def did(run: subprocess.CompletedProcess[str], task: str) -> str:
 
 def deploy(tmp_path: Path, dest: Path) -> subprocess.CompletedProcess[str]:
     return play(tmp_path, "torch_payload", "deploy", {"torch_payload_dest": str(dest)})
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The role's own deploy into lib/pav/payload, made once: the tests that start from a deployed payload
+    each take a copy (a deploy is an ansible-playbook run, 3-4 s; the copy is the same files and modes)."""
+    base = tmp_path_factory.mktemp("deployed")
+    run = deploy(base, base / "lib" / "pav" / "payload")
+    assert run.returncode == 0, run.stdout[-3000:]
+    return base / "lib"
+
+
+def deployed_in(tmp_path: Path, deployed: Path) -> Path:
+    """This test's own copy of the deployed folders: its lib/pav."""
+    shutil.copytree(deployed, tmp_path / "lib", symlinks=True)
+    return tmp_path / "lib" / "pav"
 
 
 def test_the_roles_own_deploy_refuses_a_folder_another_user_made_first(tmp_path: Path, sticky: Path) -> None:
@@ -102,11 +119,12 @@ def launch_vars(tmp_path: Path, remote: Path, marker: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("tampered", ["payload", "runs", "runs/r1", "mpi/bin"])
-def test_a_launch_refuses_a_folder_others_can_write_since_configure(tmp_path: Path, tampered: str) -> None:
+def test_a_launch_refuses_a_folder_others_can_write_since_configure(
+    tmp_path: Path, deployed: Path, tampered: str
+) -> None:
     """Checked again right before each launch: configure's check was minutes ago. Before, the launch ran
     with the payload on root's PYTHONPATH whatever had become of the folder since."""
-    remote = tmp_path / "lib" / "pav"
-    assert deploy(tmp_path, remote / "payload").returncode == 0
+    remote = deployed_in(tmp_path, deployed)
     for folder in ("runs/r1", "mpi/bin"):
         (remote / folder).mkdir(parents=True, mode=0o755)
     (remote / tampered).chmod(0o777)
@@ -118,9 +136,8 @@ def test_a_launch_refuses_a_folder_others_can_write_since_configure(tmp_path: Pa
     assert not marker.exists()
 
 
-def test_a_launch_runs_in_folders_it_made_and_checked(tmp_path: Path) -> None:
-    remote = tmp_path / "lib" / "pav"
-    assert deploy(tmp_path, remote / "payload").returncode == 0
+def test_a_launch_runs_in_folders_it_made_and_checked(tmp_path: Path, deployed: Path) -> None:
+    remote = deployed_in(tmp_path, deployed)
     marker = tmp_path / "RAN"
     run = play(tmp_path, "run_tests", "main", launch_vars(tmp_path, remote, marker))
     assert run.returncode == 0, run.stdout[-3000:]
@@ -130,11 +147,12 @@ def test_a_launch_runs_in_folders_it_made_and_checked(tmp_path: Path) -> None:
     assert oct((remote / "runs").stat().st_mode & 0o777) == "0o755"
 
 
-def test_the_facts_read_imports_nothing_from_the_folder_it_is_started_in(tmp_path: Path) -> None:
+def test_the_facts_read_imports_nothing_from_the_folder_it_is_started_in(
+    tmp_path: Path, deployed: Path
+) -> None:
     """Issue 62: `python -m pav_payload host-facts` put the folder Ansible started it in first on sys.path
     (no -P; and PYTHONSAFEPATH is ignored before Python 3.11): a pav_payload planted there ran as root."""
-    dest = tmp_path / "lib" / "pav" / "payload"
-    assert deploy(tmp_path, dest).returncode == 0
+    dest = deployed_in(tmp_path, deployed) / "payload"
     marker = tmp_path / "PWNED"
     (tmp_path / "pav_payload").mkdir()
     for name in ("__init__.py", "__main__.py"):
