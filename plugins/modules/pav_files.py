@@ -19,12 +19,17 @@ description:
     that changes, each named by its path.
   - A file is written beside itself and renamed into place (atomic).
   - A file given a C(line) and C(regexp) instead of C(content) keeps its other lines, as lineinfile does
-    it: the last line matching C(regexp) becomes C(line), else C(line) is appended.
-  - Each C(on_change) command runs after the files, only when its C(path) changed and not in check mode:
+    it. The last line matching C(regexp) becomes C(line), else C(line) is appended.
+  - A file given a C(block) and C(marker) keeps its other lines, as blockinfile does it. The lines between
+    the marker's BEGIN and END lines (C({mark}) in C(marker) replaced by each) become C(block), else the
+    block and its marker lines are appended; an empty C(block) removes them.
+  - Each C(on_change) command runs after the files, only when its C(path) changed and not in check mode,
     a handler's work without a handler's task run per host.
 options:
   files:
-    description: The files, each C(path), C(mode) (octal string) and C(content), or C(line) and C(regexp).
+    description:
+      - The files, each C(path), C(mode) (octal string) and C(content), or C(line) and C(regexp), or C(block)
+        and C(marker).
     type: list
     elements: dict
     required: true
@@ -75,6 +80,8 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
+CONTENT_KEYS = (("content",), ("line", "regexp"), ("block", "marker"))  # a file's content, one way of three
+
 
 def ids(module: AnsibleModule) -> tuple[int, int]:
     try:
@@ -118,6 +125,8 @@ def ensure_file(module: AnsibleModule, spec: dict[str, Any], uid: int, gid: int)
     path, mode = spec["path"], int(str(spec["mode"]), 8)
     if "content" in spec:
         content = str(spec["content"])
+    elif "block" in spec:
+        content = with_block(path, str(spec["marker"]), str(spec["block"]))
     else:
         content = with_line(path, str(spec["regexp"]), str(spec["line"]))
     st = state(path)
@@ -142,14 +151,19 @@ def ensure_file(module: AnsibleModule, spec: dict[str, Any], uid: int, gid: int)
     return {"before": before, "after": content, "before_header": path, "after_header": path}
 
 
-def with_line(path: str, regexp: str, line: str) -> str:
-    """The file's content with `line` where the last line matching `regexp` was, or appended (lineinfile's
-    rule); an absent file is empty."""
+def lines_of(path: str) -> list[str]:
+    """The file's lines with their endings; an absent file has none."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines(keepends=True)
+            return f.read().splitlines(keepends=True)
     except FileNotFoundError:
-        lines = []
+        return []
+
+
+def with_line(path: str, regexp: str, line: str) -> str:
+    """The file's content with `line` where the last line matching `regexp` was, or appended (lineinfile's
+    rule)."""
+    lines = lines_of(path)
     found = [i for i, text in enumerate(lines) if re.search(regexp, text.rstrip("\r\n"))]
     if found:
         lines[found[-1]] = line + "\n"
@@ -157,6 +171,26 @@ def with_line(path: str, regexp: str, line: str) -> str:
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += "\n"
         lines.append(line + "\n")
+    return "".join(lines)
+
+
+def with_block(path: str, marker: str, block: str) -> str:
+    """The file's content with `block` between the marker lines, where they were (the last of each), or
+    appended; blockinfile's rule, so a file it wrote reads as unchanged here."""
+    lines = lines_of(path)
+    begin, end = (marker.replace("{mark}", mark) for mark in ("BEGIN", "END"))
+    if block and not block.endswith("\n"):
+        block += "\n"
+    new = [begin + "\n", *block.splitlines(keepends=True), end + "\n"] if block else []
+    at = {mark: i for i, text in enumerate(lines) for mark in (begin, end) if text.rstrip("\r\n") == mark}
+    if begin in at and end in at:
+        first, last = sorted((at[begin], at[end]))
+        del lines[first : last + 1]
+    else:
+        first = len(lines)
+    if first > 0 and not lines[first - 1].endswith("\n"):
+        lines[first - 1] += "\n"
+    lines[first:first] = new
     return "".join(lines)
 
 
@@ -209,9 +243,10 @@ def main() -> None:
         (ensure_file, f) for f in module.params["files"]
     ]
     for step, spec in steps:
-        has_content = "content" in spec or ("line" in spec and "regexp" in spec)
+        has_content = any(all(key in spec for key in keys) for keys in CONTENT_KEYS)
         if not spec.get("path") or "mode" not in spec or (step is ensure_file and not has_content):
-            needs = "path, mode and content (or line and regexp)" if step is ensure_file else "path and mode"
+            needs = "path, mode and content (or line and regexp, or block and marker)"
+            needs = needs if step is ensure_file else "path and mode"
             module.fail_json(msg=f"each entry needs {needs}: {spec}")
         try:
             diff = step(module, spec, uid, gid)

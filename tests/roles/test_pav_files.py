@@ -100,3 +100,42 @@ def test_a_line_in_a_file_and_a_command_run_only_when_it_changed(tmp_path: Path)
     assert checked.changes == {"box": ["Line"]} and not ran.exists()  # check mode runs nothing
     assert "+tmpfs /dev/shm tmpfs size=1g 0 0" in checked.diffs["box"][0]["text"].splitlines()
     assert fstab.read_text() == "tmpfs /dev/shm tmpfs size=2g 0 0\n"
+
+
+def test_a_block_between_markers_reads_as_blockinfile_writes_it(tmp_path: Path) -> None:
+    """The mpi role's known_hosts and ssh config blocks ride in its files' run: blockinfile's rule, so the
+    block an older configure wrote with blockinfile reads as unchanged, and the user's own lines stay."""
+    out = tmp_path / "out"
+    out.mkdir()
+    ours, theirs = out / "ours", out / "theirs"  # pav_files' file, blockinfile's
+    for path in (ours, theirs):
+        path.write_text("Host own\n  User me\n# last, no newline")
+        path.chmod(0o600)
+    (tmp_path / "library").symlink_to(Path(__file__).parents[2] / "plugins" / "modules")
+    owner = {"owner": getuser(), "group": getgrgid(os.getgid()).gr_name}
+    marker = "# {mark} pav test block"
+
+    def both(block: str) -> list[dict]:
+        spec = {"marker": marker, "block": block, "mode": "0600"}
+        return [
+            {"name": "Blockinfile", "ansible.builtin.blockinfile": {"path": str(theirs), **spec}},
+            {"name": "Block", "pav_files": {"files": [{"path": str(ours), **spec}], **owner}},
+        ]
+
+    assert play(tmp_path, "first", tasks=both("a\nb")).changes == {"box": ["Blockinfile", "Block"]}
+    assert (
+        ours.read_text()
+        == theirs.read_text()
+        == ("Host own\n  User me\n# last, no newline\n# BEGIN pav test block\na\nb\n# END pav test block\n")
+    )
+    assert play(tmp_path, "second", tasks=both("a\nb")).changes == {}
+    for path in (ours, theirs):
+        path.write_text(path.read_text() + "Host after\n")
+    assert play(tmp_path, "third", tasks=both("c")).changes == {"box": ["Blockinfile", "Block"]}
+    assert ours.read_text() == theirs.read_text()
+    assert ours.read_text().endswith("# BEGIN pav test block\nc\n# END pav test block\nHost after\n")
+    checked = play(tmp_path, "check", check=True, tasks=both("d")[1:])
+    assert checked.changes == {"box": ["Block"]} and "+d" in checked.diffs["box"][0]["text"].splitlines()
+    assert ours.read_text() == theirs.read_text()  # check mode wrote nothing
+    play(tmp_path, "empty", tasks=both(""))
+    assert ours.read_text() == theirs.read_text() == "Host own\n  User me\n# last, no newline\nHost after\n"
