@@ -84,6 +84,42 @@ def test_role_changes_each_host_then_nothing(cluster: Cluster) -> None:
         assert counts.get("failed", 0) == 0 and counts.get("unreachable", 0) == 0, (name, counts)
 
 
+# What the role runs on the controller alone: no module run on the host.
+CONTROLLER_ACTIONS = {
+    "ansible.builtin.set_fact",
+    "ansible.builtin.validate_argument_spec",
+    "ansible.builtin.include_tasks",
+}
+
+
+def test_role_reaches_each_host_in_four_module_runs_and_records_no_private_key(cluster: Cluster) -> None:
+    """Issue 65: each module run on a host costs the controller CPU and the host a round trip. With MPI in
+    place the role's are the probe, the files, the private key's copy and the build (16 before: setup, stat,
+    shell, command, file, copy, lineinfile, slurp, two blockinfile, script, copy, shell, file, two template).
+    The private key travels as a file copy, never as module arguments, which the run dir records."""
+    key = (cluster.state / "cluster-ssh" / "pav_cluster_ed25519").read_text().splitlines()
+    body = [line for line in key if len(line) >= 16 and not line.startswith("-----")]
+    assert body
+    for run in ("r1", "r2"):
+        run_dir = cluster.shared.base / run
+        on_host: dict[str, list[str]] = {h["name"]: [] for h in cluster.hosts}
+        for path in (run_dir / "ansible" / "configure").glob("artifacts/*/job_events/*.json"):
+            event = json.loads(path.read_text())
+            data = event["event_data"]
+            ran = event["event"] in ("runner_on_ok", "runner_on_failed") and data.get("role") == "mpi"
+            if not ran or data["resolved_action"] in CONTROLLER_ACTIONS:
+                continue
+            if (data["res"].get("_ansible_delegated_vars") or {}).get("ansible_host") != "localhost":
+                on_host[data["host"]].append(data["task"])
+        assert all(len(tasks) == 4 for tasks in on_host.values()), (run, on_host)
+        leaked = [
+            p
+            for p in run_dir.rglob("*")
+            if p.is_file() and any(b in p.read_text(errors="replace") for b in body)
+        ]
+        assert leaked == [], leaked
+
+
 def test_mpi_info(cluster: Cluster) -> None:
     for name, host in cluster.first["hosts"].items():
         info = host["facts"]["mpi"]

@@ -1,0 +1,1 @@
+../../../plugins/modules/pav_files.py
