@@ -27,10 +27,12 @@ PRE_QUOTED = {
     "torch_payload_read_job",  # roles/torch_payload/vars/main.yml: each argument through quote
 }
 # Shell code, not a value: the roles' own folder check and job start (roles/torch_payload/files/
-# pav-safe-dir.sh, pav-start-job.sh), pasted in.
+# pav-safe-dir.sh, pav-start-job.sh), and a role's shell template (NAME.sh.j2, whose own values the template
+# test below checks), pasted in.
 SHELL_CODE = re.compile(
     r"^lookup\('ansible\.builtin\.file', (role_path ~ '/\.\./torch_payload/files/)?'?"
     r"pav-(safe-dir|start-job)\.sh'\)$"
+    r"|^lookup\('ansible\.builtin\.template', '[a-z_-]+\.sh\.j2'\)$"
 )
 SAFE = re.compile(r"\|\s*(quote|int)\s*$|map\('quote'\)|^ansible_managed$|regex_replace\('\[\^A-Za-z0-9_\]'")
 
