@@ -3,6 +3,7 @@ this machine's /etc, and a second configure changes nothing."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,37 @@ def test_a_dry_run_without_provision_names_the_hosts_the_state_holds(slurm_clust
     hosts = run.stdout.split("hosts:\n")[1].split("tests")[0]
     assert f"2 host(s) in the env's state ({slurm_cluster.state})" in hosts
     assert len([ln for ln in hosts.splitlines() if ln.startswith("    sim-")]) == 2
+
+
+SLURM_FOLDERS = "Create the state, spool and log folders"
+SLURM_START = "Start munged, slurmctld (controller) and slurmd (directly)"
+
+
+def slurm_events(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """The slurm role's task results in a configure's job events (a whole task's, a loop item's), by task."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted((run_dir / "ansible" / "configure").glob("artifacts/*/job_events/*.json")):
+        event = json.loads(path.read_text())
+        data = event.get("event_data", {})
+        if data.get("role") == "slurm" and event.get("event") in ("runner_on_ok", "runner_item_on_ok"):
+            found.setdefault(data["task"], []).append(event)
+    return found
+
+
+def test_slurm_folders_and_daemon_starts_are_one_module_run_a_host(kept: Kept) -> None:
+    """The slurm role's four folders and the daemons' start (direct: no systemd in the sim hosts) are one
+    module run on each host, in both configures, not one an item; the first configure's start names each
+    daemon it started, slurmctld on the controller only."""
+    for run in ("r1", "r2"):
+        events = slurm_events(kept.cluster.base / run)
+        for task in (SLURM_FOLDERS, SLURM_START):
+            assert sorted(e["event"] for e in events[task]) == ["runner_on_ok"] * 2, (run, task, events[task])
+    first = slurm_events(kept.cluster.base / "r1")[SLURM_START]
+    started = {e["event_data"]["host"]: e["event_data"]["res"]["stdout"].splitlines() for e in first}
+    controller = next(iter(kept.first["hosts"]))
+    for host in kept.first["hosts"]:
+        daemons = ["munged", "slurmctld", "slurmd"] if host == controller else ["munged", "slurmd"]
+        assert started[host] == [f"{daemon} started" for daemon in daemons], (host, started)
 
 
 def test_module_runs_compile_their_sources_once_per_host(kept: Kept) -> None:
