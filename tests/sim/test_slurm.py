@@ -29,7 +29,9 @@ from tests.sim.leftovers import alive, leftovers, slurm_daemons
 pytestmark = pytest.mark.slow
 
 MULTI = "torch_gloo_collectives_multi"
-GLOO = "torch_gloo_allreduce"
+# The test the recheck returns a node on: plain Python ranks (FOR TESTING), no torch import in its 2 ranks
+# and agent; torch tests passing on a host are the healthy run's (test_a_hosts_torch_tests_run_in_one_job).
+PASSING = "fault_plain"
 HOST_FAULT = "fault_rank_exit"  # on one host: a rank exits 3
 FAULT = "fault_rank_exit_multi"
 BURN, SDC = "fault_burn_cpu", "fault_sdc_cpu"  # gpu_burn and sdc_check on CPU ranks (FOR TESTING)
@@ -97,7 +99,7 @@ def runs(slurm_cluster: SlurmCluster) -> SlurmRuns:
         scontrol(
             slurm_cluster, f"NodeName={broken} State=DRAIN Reason='pav {failing_id}: host [{HOST_FAULT}]'"
         )
-        scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='pav {failing_id}: host [{GLOO}]'")
+        scontrol(slurm_cluster, f"NodeName={fixed} State=DRAIN Reason='pav {failing_id}: host [{PASSING}]'")
         before_recheck = slurm_nodes(slurm_cluster)
         recheck = ("--env", "sim", "--keep", "--stages", "validate,collect,report", "--recheck", *kept)
         rechecked = run_cli(*recheck, "--run-dir", str(rechecked_dir), env=env, timeout=600)
@@ -272,13 +274,16 @@ def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs:
     assert runs.rechecked.rc == 1, runs.rechecked.stdout + runs.rechecked.stderr
     results = runs.results(runs.rechecked_dir)
     tests = {t["name"]: t for t in results["tests"]}
-    assert set(tests) == {GLOO, HOST_FAULT}, list(tests)
-    assert tests[GLOO]["status"] == "pass" and tests[HOST_FAULT]["status"] in ("fail", "error")
-    assert len(tests[GLOO]["hosts"]) == 1 and tests[GLOO]["hosts"] != tests[HOST_FAULT]["hosts"]
+    assert set(tests) == {PASSING, HOST_FAULT}, list(tests)
+    assert tests[PASSING]["status"] == "pass" and tests[HOST_FAULT]["status"] in ("fail", "error")
+    assert len(tests[PASSING]["hosts"]) == 1 and tests[PASSING]["hosts"] != tests[HOST_FAULT]["hosts"]
     acts = rechecks(runs.rechecked_dir)
     resumed = [a for a in acts if a["ok"]]
     assert len(acts) == 2 and len(resumed) == 1, acts
-    assert resumed[0]["detail"] == f"resumed: passed {GLOO}" and resumed[0]["host"] == tests[GLOO]["hosts"][0]
+    assert (
+        resumed[0]["detail"] == f"resumed: passed {PASSING}"
+        and resumed[0]["host"] == tests[PASSING]["hosts"][0]
+    )
     kept = next(a for a in acts if not a["ok"])
     assert kept["detail"].startswith("kept drained: ") and kept["ok"] is None, kept
     # It still fails, and says so by the rank that exited and its host, not the rank it took down.
@@ -292,7 +297,7 @@ def test_recheck_resumes_the_node_that_passes_and_keeps_the_one_that_fails(runs:
     # A recheck that fails keeps the drain as it was.
     assert runs.after_recheck[other]["Reason"] == runs.before_recheck[other]["Reason"]
     summary = (runs.rechecked_dir / "summary.txt").read_text()
-    assert f"slurm recheck: {resumed[0]['host']}: resumed: passed {GLOO}" in summary
+    assert f"slurm recheck: {resumed[0]['host']}: resumed: passed {PASSING}" in summary
 
 
 def test_teardown_leaves_no_daemon(runs: SlurmRuns) -> None:
