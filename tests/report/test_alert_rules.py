@@ -12,12 +12,22 @@ import yaml
 
 from pav.reporting import exposition, metrics
 from tests.conftest import ROOT
+from tests.report import large_run
+from tests.report.large_run import BAD_HOST, SLOW_HOST
 from tests.report.prom import parse, promtool
+from tests.report.test_links import BETWEEN, MULTI
 from tests.report.test_metrics import BUSY, recorded_run
 
 RULES = ROOT / "deploy" / "prometheus" / "pav-alerts.yml"
 DOC = ROOT / "docs" / "nightly.md"
-ALERTS = ("PavVerdictNotPass", "PavHostFailed", "PavGpuFailed", "PavNoRecentRun", "PavNoMetrics")
+ALERTS = (
+    "PavVerdictNotPass",
+    "PavHostFailed",
+    "PavGpuFailed",
+    "PavLinkFailed",
+    "PavNoRecentRun",
+    "PavNoMetrics",
+)
 
 
 def test_promtool_finds_the_rules_valid() -> None:
@@ -48,9 +58,16 @@ def test_the_docs_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
 
 def series_of(fixture: str) -> list[dict[str, str]]:
     """The run's metrics as node_exporter serves them, as promtool input series (constant for 30 h)."""
-    text = exposition.render(metrics.families(recorded_run(fixture).to_dict()))
+    return as_input(recorded_run(fixture).to_dict())
+
+
+def as_input(results: dict[str, Any], only: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """A run's metrics (the families in `only`, where given) as promtool input series."""
+    text = exposition.render(metrics.families(results))
     out = []
     for s in parse(text):
+        if only and s.name not in only:
+            continue
         labels = ",".join(f'{k}="{v}"' for k, v in {**s.labels, "job": "node", "instance": "ctl"}.items())
         out.append({"series": f"{s.name}{{{labels}}}", "values": f"{s.value!r}x30"})
     return out
@@ -82,6 +99,19 @@ def test_the_busy_gpu_run_fires_for_the_run_its_host_and_gpu_1(tmp_path: Path) -
         "PavGpuFailed": [{"severity": "page", **host, "gpu": "1"}],
     }
     fired(tmp_path, series_of(BUSY), expected)
+
+
+def test_a_link_fires_for_the_link_and_only_the_hosts_with_parts_of_their_own(tmp_path: Path) -> None:
+    """64 hosts in two racks, the all_reduce across them failing for the link between the racks (and a bad
+    GPU's host, a slow host): the link pages once, as a link; its 64 hosts do not page to be drained."""
+    only = ("pav_run_verdict", "pav_host_verdict", "pav_failed_link_info", "pav_run_timestamp_seconds")
+    env = {"env": "sim"}
+    expected = {
+        "PavVerdictNotPass": [{"severity": "page", **env}],
+        "PavHostFailed": [{"severity": "page", **env, "host": host} for host in (BAD_HOST, SLOW_HOST)],
+        "PavLinkFailed": [{"severity": "page", **env, "test": MULTI, "between": BETWEEN}],
+    }
+    fired(tmp_path, as_input(large_run.linked_run().to_dict(), only), expected)
 
 
 def test_a_healthy_run_fires_nothing(tmp_path: Path) -> None:

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from pav.marking import decide
-from pav.reporting import bad_parts, html, links, summary
+from pav.reporting import bad_parts, exposition, html, links, metrics, summary
 from pav.results import RunResults
 from tests.report import large_run
 from tests.report.large_run import BAD_HOST, SLOW_HOST
+from tests.report.prom import one, parse, pick
 
 MULTI = "torch_nccl_allreduce_multi"
 BETWEEN = "sim-x-[0-31] (rack r0) and sim-x-[32-63] (rack r1)"
@@ -84,3 +85,14 @@ def test_a_link_recorded_before_links_named_their_test_takes_it_from_its_evidenc
     record = {"sides": [["a", "b"], ["c"]], "reason": "why", "evidence": [{"test": "t", "hosts": ["a", "c"]}]}
     [link] = links.found({"isolation": {"links": [record]}})
     assert (link.test, link.between, link.hosts) == ("t", "a,b and c", ("a", "b", "c"))
+
+
+def test_the_metrics_fail_no_host_for_a_link_and_carry_it_as_a_series_of_its_own(
+    linked_dict: dict[str, Any],
+) -> None:
+    """Each side passes alone: a host verdict of FAIL would page for every host of both sides, to drain it."""
+    series = parse(exposition.render(metrics.families(linked_dict)))
+    assert one(series, "pav_failed_link_info", test=MULTI, between=BETWEEN) == 1
+    failing = {s.labels["host"] for s in pick(series, "pav_host_verdict", verdict="FAIL") if s.value == 1}
+    assert failing == {BAD_HOST, SLOW_HOST}
+    assert one(series, "pav_run_verdict", verdict="FAIL") == 1

@@ -25,7 +25,11 @@ HEALTHY = ("h100x2b-healthy", "h100x4-healthy")
 SUFFIXES = ("_seconds", "_bytes_per_second", "_flops_per_second", "_ratio", "_info", "_verdict", "_status")
 VALUE_LABELS = {"env", "host", "gpu", "peer_gpu", "test", "op", "size_bytes", "gate", "basis", "direction"}
 STATE_LABELS = {"verdict", "status"}
-INFO_LABELS = {"pav_run_info": {"run_id", "profile"}, "pav_gpu_info": {"model", "uuid", "pci_bus_id"}}
+INFO_LABELS = {
+    "pav_run_info": {"run_id", "profile"},
+    "pav_gpu_info": {"model", "uuid", "pci_bus_id"},
+    "pav_failed_link_info": {"between"},
+}
 
 
 def text_of(results: dict[str, Any]) -> str:

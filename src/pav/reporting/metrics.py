@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, get_args
 
-from pav.reporting import bad_parts
+from pav.reporting import bad_parts, links
 from pav.reporting.exposition import Family
 from pav.reporting.metrics_gpus import gpu_families, gpu_index, number
 from pav.results import NOTHING_RUN, TestStatus, Verdict, utc_now
@@ -33,8 +33,25 @@ def families(results: dict[str, Any]) -> list[Family]:
     verdict = Family("pav_host_verdict", "1 for the host's verdict (FAIL: a bad part names it), 0 else")
     for host in hosts:
         _state_set(verdict, verdicts[host], VERDICTS, "verdict", env=env, host=host)
-    out += [verdict, *_tests(results, env), *gpu_families(results, env, parts, verdicts)]
+    out += [
+        verdict,
+        _links(results, env),
+        *_tests(results, env),
+        *gpu_families(results, env, parts, verdicts),
+    ]
     return out
+
+
+def _links(results: dict[str, Any], env: str) -> Family:
+    """Each link isolation found: no host's verdict carries it (each side passes alone), so a host alert
+    would page for every host of both sides, to drain them, where the fault is the fabric between them."""
+    found = Family(
+        "pav_failed_link_info",
+        "1 per link isolation found: two sets of hosts that each pass the test alone and fail it together",
+    )
+    for link in links.found(results):
+        found.add(1, env=env, test=link.test, between=link.between)
+    return found
 
 
 def host_names(results: dict[str, Any]) -> list[str]:
@@ -46,9 +63,10 @@ def host_names(results: dict[str, Any]) -> list[str]:
 def host_verdict(host: str, results: dict[str, Any], parts: list[bad_parts.BadPart]) -> str:
     """FAIL where a bad part names the host (of a test across hosts, those isolation named); FAIL too where
     the run failed with no part to single out; a run that could not finish, or judged nothing, gives its
-    verdict to every host it does not fail; else PASS."""
+    verdict to every host it does not fail; else PASS. A link names no host (pav_failed_link_info)."""
     verdict = str(results.get("verdict") or "ERROR")
-    if any(host in part.hosts for part in parts) or (verdict == "FAIL" and not parts):
+    named = [part for part in parts if part.kind != "link"]
+    if any(host in part.hosts for part in named) or (verdict == "FAIL" and not parts):
         return "FAIL"
     return verdict if verdict in ("ERROR", "NONE", NOTHING_RUN) else "PASS"
 
