@@ -245,8 +245,8 @@ def main() -> None:
     for step, spec in steps:
         has_content = any(all(key in spec for key in keys) for keys in CONTENT_KEYS)
         if not spec.get("path") or "mode" not in spec or (step is ensure_file and not has_content):
-            needs = "path, mode and content (or line and regexp, or block and marker)"
-            needs = needs if step is ensure_file else "path and mode"
+            content = "content (or line and regexp, or block and marker)"
+            needs = f"path, mode and {content}" if step is ensure_file else "path and mode"
             module.fail_json(msg=f"each entry needs {needs}: {spec}")
         try:
             diff = step(module, spec, uid, gid)

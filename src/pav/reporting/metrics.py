@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, get_args
 
-from pav.reporting import bad_parts, links
+from pav.reporting import bad_parts
 from pav.reporting.exposition import Family
 from pav.reporting.metrics_gpus import gpu_families, gpu_index, number
 from pav.results import NOTHING_RUN, TestStatus, Verdict, utc_now
@@ -35,21 +35,21 @@ def families(results: dict[str, Any]) -> list[Family]:
         _state_set(verdict, verdicts[host], VERDICTS, "verdict", env=env, host=host)
     out += [
         verdict,
-        _links(results, env),
+        _links(parts, env),
         *_tests(results, env),
         *gpu_families(results, env, parts, verdicts),
     ]
     return out
 
 
-def _links(results: dict[str, Any], env: str) -> Family:
+def _links(parts: list[bad_parts.BadPart], env: str) -> Family:
     """Each link isolation found: no host's verdict carries it (each side passes alone), so a host alert
     would page for every host of both sides, to drain them, where the fault is the fabric between them."""
     found = Family(
         "pav_failed_link_info",
         "1 per link isolation found: two sets of hosts that each pass the test alone and fail it together",
     )
-    for link in links.found(results):
+    for link in (part.link for part in parts if part.link is not None):
         found.add(1, env=env, test=link.test, between=link.between)
     return found
 
