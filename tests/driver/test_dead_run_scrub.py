@@ -86,6 +86,15 @@ def wait_gone(pid: int, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
+def wait_ended(record: Path, timeout: float = 60) -> None:
+    """Until the run's record has an end (the reaper's record_killed writes it after the scrub)."""
+    deadline = time.monotonic() + timeout
+    while not json.loads(record.read_text()).get("ended"):
+        if time.monotonic() > deadline:
+            pytest.fail(f"no reaper recorded the kill in {record} within {timeout:.0f} s")
+        time.sleep(0.1)
+
+
 def test_the_reaper_of_a_killed_driver_scrubs_its_run_dir(tmp_path: Path) -> None:
     run_dir, run_id = tmp_path / "run", rundir.new_run_id("local")
     record = killed_run_dir(run_dir)["results.json"]
@@ -97,6 +106,10 @@ def test_the_reaper_of_a_killed_driver_scrubs_its_run_dir(tmp_path: Path) -> Non
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     proc.stdout.close()
+    # The reaper's last act, the record's end, waited for: in two loaded runs (a serial fast lane, a fresh
+    # clone) the run dir was read unscrubbed after the look below had nothing to wait for. A reaper that died
+    # without scrubbing still fails here, by name.
+    wait_ended(run_dir / "results.json")
     for pid in named(run_id):  # the reaper, whose command line names the run; none if it already ended
         wait_gone(pid)
 
